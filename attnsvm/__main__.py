@@ -1,0 +1,3 @@
+from attnsvm.run import main
+
+main()

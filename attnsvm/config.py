@@ -1,0 +1,216 @@
+"""Typed run configuration: the schema Hydra validates every override against.
+
+Enums give composition-time errors that list the accepted values
+(``solver.backend=CLARABELL`` fails before anything runs); ``__post_init__`` checks ranges
+when the composed config is converted to these dataclasses (``to_run_config``), and every
+message names the offending key.
+
+    cfg = to_run_config(hydra_cfg)   # RunConfig, validated
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from omegaconf import DictConfig, OmegaConf
+
+
+class ConfigError(ValueError):
+    """A config value out of its accepted range; the message names the key."""
+
+
+class Generator(str, Enum):
+    random = "random"  # published generator, PAPER.md §2
+    relu = "relu"  # published ReLU-head generator (V, then X, Y, Z)
+    paths = "paths"  # hand-placed 2-D clusters of the path pictures
+
+
+class Attention(str, Enum):
+    cross = "cross"
+    self = "self"
+
+
+class Parameterization(str, Enum):
+    w = "w"
+    kq = "kq"
+
+
+class Init(str, Enum):
+    torch = "torch"  # nn.Linear's default: U(-1/sqrt(d), 1/sqrt(d)), as the published notebooks
+    zeros = "zeros"
+    normal = "normal"  # init_scale * N(0, 1)
+
+
+class Optimizer(str, Enum):
+    ngd = "ngd"  # the paper's normalized GD: W <- W - lr * g / (||g|| + eps)
+    gd = "gd"
+
+
+class Backend(str, Enum):
+    CLARABEL = "CLARABEL"
+    SCS = "SCS"
+
+
+class FroMethod(str, Enum):
+    nnls = "nnls"  # exact dual (Lawson-Hanson least-distance programming)
+    cvxpy = "cvxpy"  # the plain model, for cross-checks
+
+
+class Head(str, Enum):
+    linear = "linear"
+
+
+class Device(str, Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class DType(str, Enum):
+    float64 = "float64"
+    float32 = "float32"
+
+
+def _require(ok: bool, key: str, accepted: str, value: object) -> None:
+    if not ok:
+        raise ConfigError(f"{key}={value!r} is invalid: accepted values are {accepted}")
+
+
+@dataclass
+class DatasetConfig:
+    generator: Generator = Generator.random
+    n: int = 6
+    T: int = 8
+    d: int = 10
+    attention: Attention = Attention.cross
+    query_index: int = 0  # self-attention: z_i = x_{i, query_index}
+
+    def __post_init__(self) -> None:
+        _require(self.n >= 1, "dataset.n", "integers >= 1", self.n)
+        _require(self.T >= 2, "dataset.T", "integers >= 2", self.T)
+        _require(self.d >= 1, "dataset.d", "integers >= 1", self.d)
+        _require(
+            -self.T <= self.query_index < self.T,
+            "dataset.query_index",
+            f"integers in [-T, T) = [{-self.T}, {self.T})",
+            self.query_index,
+        )
+
+
+@dataclass
+class ParameterizationConfig:
+    kind: Parameterization = Parameterization.w
+    m: int | None = None  # hidden size of K, Q (default d)
+    init: Init = Init.torch
+    init_scale: float = 0.1  # std of the normal init
+    penalty: float = 2.220446049250313e-16  # lambda of lambda(|K|^2 + |Q|^2); float64 eps
+
+    def __post_init__(self) -> None:
+        _require(self.m is None or self.m >= 1, "parameterization.m", "null or >= 1", self.m)
+        _require(self.init_scale > 0, "parameterization.init_scale", "floats > 0", self.init_scale)
+        _require(self.penalty >= 0, "parameterization.penalty", "floats >= 0", self.penalty)
+
+
+@dataclass
+class OptimizerConfig:
+    kind: Optimizer = Optimizer.ngd
+    lr: float = 0.1
+    steps: int = 2000
+    eps: float = 2.220446049250313e-16  # added to ||grad|| in ngd (published value, PAPER §6.2)
+    checkpoint_every: int = 20
+
+    def __post_init__(self) -> None:
+        _require(self.lr > 0, "optimizer.lr", "floats > 0", self.lr)
+        _require(self.steps >= 1, "optimizer.steps", "integers >= 1", self.steps)
+        _require(self.eps >= 0, "optimizer.eps", "floats >= 0", self.eps)
+        _require(
+            self.checkpoint_every >= 1,
+            "optimizer.checkpoint_every",
+            "integers >= 1",
+            self.checkpoint_every,
+        )
+
+
+@dataclass
+class SolverConfig:
+    backend: Backend = Backend.CLARABEL  # nuclear-norm SDP
+    frobenius: FroMethod = FroMethod.nnls
+    tol: float = 1e-10  # solver tolerances (PAPER §6.3: tight, or support tokens are missed)
+    max_iters: int = 500
+    rank_rtol: float = 1e-6  # rank = #{sigma > rank_rtol * sigma_max}
+    support_tol: float = 1e-6  # constraint active if margin <= 1 + support_tol
+    feas_tol: float = 1e-6  # a solution must satisfy every margin >= 1 - feas_tol
+
+    def __post_init__(self) -> None:
+        for key in ("tol", "rank_rtol", "support_tol", "feas_tol"):
+            value = getattr(self, key)
+            _require(0 < value < 1, f"solver.{key}", "floats in (0, 1)", value)
+        _require(self.max_iters >= 1, "solver.max_iters", "integers >= 1", self.max_iters)
+
+
+@dataclass
+class HeadConfig:
+    kind: Head = Head.linear
+
+
+@dataclass
+class MetricsConfig:
+    delta: float = 1e-3  # saturated if every max softmax prob >= 1 - delta
+    epsilon: float = 1e-2  # converged to alpha if corr(W, W^mm_alpha) >= 1 - epsilon
+
+    def __post_init__(self) -> None:
+        _require(0 < self.delta < 1, "metrics.delta", "floats in (0, 1)", self.delta)
+        _require(0 < self.epsilon < 1, "metrics.epsilon", "floats in (0, 1)", self.epsilon)
+
+
+@dataclass
+class RunConfig:
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    solver: SolverConfig = field(default_factory=SolverConfig)
+    head: HeadConfig = field(default_factory=HeadConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
+    seeds: int = 8  # how many seeds: seed, seed + 1, ..., seed + seeds - 1
+    seed: int = 0
+    batch_size: int = 1000  # seeds trained together; results never depend on it
+    device: Device = Device.cpu
+    dtype: DType = DType.float64
+    threads: int = 1  # torch threads; 1 is fastest for these tiny tensors (PAPER §6.5)
+
+    def __post_init__(self) -> None:
+        _require(self.seeds >= 1, "seeds", "integers >= 1", self.seeds)
+        _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
+        _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
+        _require(self.threads >= 1, "threads", "integers >= 1", self.threads)
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seed, self.seed + self.seeds))
+
+
+def to_run_config(cfg: DictConfig) -> RunConfig:
+    """Convert a composed (Hydra) config into a validated RunConfig; Hydra's own keys dropped."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain.pop("hydra", None)
+    plain.pop("sweep", None)
+    merged = OmegaConf.merge(OmegaConf.structured(RunConfig), plain)
+    return OmegaConf.to_object(merged)
+
+
+def register_configs() -> None:
+    """Register the schemas in Hydra's ConfigStore; YAML options in conf/ extend them."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    cs.store(name="base_config", node=RunConfig)
+    for group, node in [
+        ("dataset", DatasetConfig),
+        ("parameterization", ParameterizationConfig),
+        ("optimizer", OptimizerConfig),
+        ("solver", SolverConfig),
+        ("head", HeadConfig),
+        ("metrics", MetricsConfig),
+    ]:
+        cs.store(group=group, name=f"base_{group}", node=node)

@@ -1,0 +1,200 @@
+"""One job = one config point x R seeds: data -> GD -> SVMs -> metrics -> tidy tables.
+
+Plain functions over a validated RunConfig; Hydra is only in run.py.
+
+    from attnsvm.config import RunConfig
+    result = run_job(RunConfig(seeds=4))
+    result.runs        # one row per seed
+    result.trajectory  # one row per seed x checkpoint
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnsvm import metrics, svm
+from attnsvm.config import Parameterization, RunConfig
+from attnsvm.data import Instances, make_instances
+from attnsvm.heads import make_head
+from attnsvm.results import config_hash, flatten, plain
+from attnsvm.train import Trajectory, train
+
+
+@dataclass
+class JobResult:
+    runs: pd.DataFrame
+    trajectory: pd.DataFrame
+    config_hash: str
+    seconds: float
+
+
+def config_columns(cfg: RunConfig) -> dict:
+    """Columns every row carries: short names for the main axes plus every dotted config key."""
+    flat = flatten(plain(cfg))
+    for k in ("seeds", "seed", "threads", "batch_size"):
+        flat.pop(k)
+    short = {
+        "n": cfg.dataset.n,
+        "T": cfg.dataset.T,
+        "d": cfg.dataset.d,
+        "attention": cfg.dataset.attention.value,
+        "parameterization": cfg.parameterization.kind.value,
+        "head": cfg.head.kind.value,
+        "optimizer": cfg.optimizer.kind.value,
+    }
+    return {**short, **flat}
+
+
+def _solve_pair(X, Z, alpha, scfg):
+    """Frobenius and nuclear SVM at alpha; the nuclear one is skipped when no W separates alpha."""
+    fro = svm.w_mm(X, Z, alpha, scfg)
+    if fro.status == svm.INFEASIBLE:
+        return fro, svm.SVMSolution("nuc", svm.INFEASIBLE, reason="Frobenius SVM infeasible")
+    return fro, svm.w_mm_nuc(X, Z, alpha, scfg)
+
+
+def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, str]:
+    """Worst-first: diverged, solver_error, infeasible (alpha = opt), inaccurate, ok."""
+    if not finite:
+        return "diverged", "non-finite parameters or loss during training"
+    for status in (svm.SOLVER_ERROR, svm.INFEASIBLE, svm.INACCURATE):
+        bad = [s for s in solutions if s.status == status]
+        if bad:
+            return status, "; ".join(f"W^mm[{s.norm}]: {s.reason}" for s in bad)
+    return "ok", ""
+
+
+def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
+    """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``."""
+    scfg, mcfg = cfg.solver, cfg.metrics
+    X, Z = inst.X[r].cpu().numpy(), inst.Z[r].cpu().numpy()
+    gamma, opt = inst.gamma[r].cpu().numpy(), inst.opt[r].cpu().numpy()
+    Ws = traj.W[:, r].cpu().numpy()  # (C, d, d)
+    finite = bool(np.isfinite(Ws).all() and torch.isfinite(traj.loss[:, r]).all())
+    sel = traj.selected[-1, r].cpu().numpy()
+    t0 = time.perf_counter()
+    fro_opt, nuc_opt = _solve_pair(X, Z, opt, scfg)
+    same = bool(np.array_equal(sel, opt))
+    fro_sel, nuc_sel = (fro_opt, nuc_opt) if same else _solve_pair(X, Z, sel, scfg)
+    svm_seconds = time.perf_counter() - t0
+
+    curves = {
+        "corr_fro": metrics.corr(Ws, fro_sel.W),
+        "corr_nuc": metrics.corr(Ws, nuc_sel.W),
+        "corr_fro_opt": metrics.corr(Ws, fro_opt.W),
+        "corr_nuc_opt": metrics.corr(Ws, nuc_opt.W),
+    }
+    local_opt = svm.is_locally_optimal(fro_sel, gamma, sel, scfg)
+    kq = cfg.parameterization.kind is Parameterization.kq
+    corr_alpha = curves["corr_nuc" if kq else "corr_fro"][-1]
+    smin = float(traj.softmax_min_max[-1, r])
+    status, reason = seed_status(finite, [fro_opt, nuc_opt, fro_sel, nuc_sel] if finite else [])
+    row = {
+        "seed": inst.seeds[r],
+        "status": status,
+        "reason": reason,
+        "feasible": fro_opt.status != svm.INFEASIBLE,
+        "rank_fro": fro_opt.rank,
+        "rank_nuc": nuc_opt.rank,
+        "svm_status_fro": fro_opt.status,
+        "svm_status_nuc": nuc_opt.status,
+        "rank_fro_sel": fro_sel.rank,
+        "rank_nuc_sel": nuc_sel.rank,
+        **{k: float(v[-1]) for k, v in curves.items()},
+        "softmax_max": float(traj.softmax_max[-1, r]),
+        "softmax_min": smin,
+        "saturated": smin >= 1 - mcfg.delta,
+        "selected_is_opt": same,
+        "locally_optimal": local_opt,
+        "n_support": int(svm.support_tokens(fro_sel, scfg).sum()) if fro_sel.ok else None,
+        "conv_type": metrics.convergence_type(
+            smin, corr_alpha, same, local_opt, mcfg.delta, mcfg.epsilon
+        ),
+        "w_norm": float(np.linalg.norm(Ws[-1])),
+        "loss": float(traj.loss[-1, r]),
+        "grad_norm": float(traj.grad_norm[-1, r]),
+        "selected": ",".join(map(str, sel)),
+        "opt": ",".join(map(str, opt)),
+        "svm_seconds": svm_seconds,
+    }
+    trajectory = {
+        "seed": inst.seeds[r],
+        "step": traj.steps,
+        **curves,
+        "softmax_max": traj.softmax_max[:, r].cpu().numpy(),
+        "softmax_min": traj.softmax_min_max[:, r].cpu().numpy(),
+        "w_norm": np.linalg.norm(Ws, axis=(-2, -1)),
+        "loss": traj.loss[:, r].cpu().numpy(),
+        "grad_norm": traj.grad_norm[:, r].cpu().numpy(),
+        "selected": [",".join(map(str, s)) for s in traj.selected[:, r].cpu().numpy()],
+    }
+    return row, pd.DataFrame(trajectory)
+
+
+def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
+    """Without training: the SVMs at alpha = opt, their feasibility and ranks."""
+    X, Z, opt = (t[r].cpu().numpy() for t in (inst.X, inst.Z, inst.opt))
+    t0 = time.perf_counter()
+    fro, nuc = _solve_pair(X, Z, opt, cfg.solver)
+    status, reason = seed_status(True, [fro, nuc])
+    return {
+        "seed": inst.seeds[r],
+        "status": status,
+        "reason": reason,
+        "feasible": fro.status != svm.INFEASIBLE,
+        "rank_fro": fro.rank,
+        "rank_nuc": nuc.rank,
+        "svm_status_fro": fro.status,
+        "svm_status_nuc": nuc.status,
+        "norm_fro": float(np.linalg.norm(fro.W)) if fro.ok else None,
+        "norm_nuc": float(np.linalg.norm(nuc.W, "nuc")) if nuc.ok else None,
+        "opt": ",".join(map(str, opt)),
+        "svm_seconds": time.perf_counter() - t0,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def run_batch(cfg: RunConfig, seeds: list[int]):
+    """Train and analyse one batch of seeds; returns (rows, trajectory frames)."""
+    dtype = getattr(torch, cfg.dtype.value)
+    inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
+    if not cfg.train:
+        return [analyse_svm_only(cfg, inst, r) for r in range(len(seeds))], []
+    t0 = time.perf_counter()
+    traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer)
+    train_seconds = (time.perf_counter() - t0) / len(seeds)
+    rows, trajs = [], []
+    for r in range(len(seeds)):
+        row, tr = analyse_seed(cfg, inst, traj, r)
+        row["train_seconds"] = train_seconds
+        row["seconds"] = train_seconds + row["svm_seconds"]
+        rows.append(row)
+        trajs.append(tr)
+    return rows, trajs
+
+
+def run_job(cfg: RunConfig, progress=None) -> JobResult:
+    """All seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the config columns."""
+    t0 = time.perf_counter()
+    torch.set_num_threads(cfg.threads)
+    seeds = cfg.seed_list
+    rows, trajs = [], []
+    for start in range(0, len(seeds), cfg.batch_size):
+        r, t = run_batch(cfg, seeds[start : start + cfg.batch_size])
+        rows += r
+        trajs += t
+        if progress is not None:
+            progress(len(rows), len(seeds))
+    chash = config_hash(cfg)
+    cols = {**config_columns(cfg), "config_hash": chash}
+    runs = pd.DataFrame(rows).assign(**cols)
+    trajectory = pd.concat(trajs or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
+    trajectory = trajectory.assign(
+        **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
+    )
+    return JobResult(runs, trajectory, chash, time.perf_counter() - t0)

@@ -1,0 +1,184 @@
+"""Attention SVM (PAPER.md §3): min ||W|| s.t. (x_{i alpha_i} - x_it)^T W z_i >= 1, t != alpha_i.
+
+Each constraint is <W, A_j> >= 1 with A_j = (x_{i alpha_i} - x_it) z_i^T, j = (i, t), so the
+problem is one matrix inequality built without a Python loop over (i, t).
+
+* Frobenius (``w_mm``): the least-distance program min ||w|| s.t. A w >= 1 is solved exactly
+  through its non-negative least-squares dual (Lawson & Hanson, ch. 23) in n(T-1) variables,
+  whatever d is; the Gram matrix <A_j, A_k> = (dx_j . dx_k)(z_j . z_k) never forms d^2 vectors.
+* Nuclear (``w_mm_nuc``): an SDP. Projecting W onto span{dx_j} on the left and span{z_i} on the
+  right keeps every constraint and never increases the nuclear norm, so it is solved in that
+  reduced (p x q) space, p <= n(T-1), q <= n, and mapped back.
+
+Infeasible instances are reported as such, never as a rank or a direction.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+from scipy.optimize import nnls
+
+from attnsvm.config import Backend, FroMethod, SolverConfig
+
+OPTIMAL, INFEASIBLE, INACCURATE, SOLVER_ERROR = (
+    "optimal",
+    "infeasible",
+    "inaccurate",
+    "solver_error",
+)
+
+
+@dataclass
+class SVMSolution:
+    """One solve. ``W`` is None unless status is optimal or inaccurate."""
+
+    norm: str  # "fro" or "nuc"
+    status: str
+    W: np.ndarray | None = None  # (d, d)
+    margins: np.ndarray | None = None  # (n, T), +inf at alpha_i
+    rank: int | None = None
+    seconds: float = 0.0
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.W is not None
+
+
+def constraints(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray):
+    """Constraint factors dx (m, d) = x_{i alpha_i} - x_it, zq (m, d) = z_i, ids (m, 2) = (i, t)."""
+    n, T, _ = X.shape
+    mask = np.arange(T)[None, :] != alpha[:, None]  # (n, T)
+    i_idx, t_idx = np.nonzero(mask)
+    dx = X[i_idx, alpha[i_idx]] - X[i_idx, t_idx]
+    return dx, Z[i_idx], np.stack([i_idx, t_idx], axis=1)
+
+
+def margins_of(W: np.ndarray, X: np.ndarray, Z: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """(x_{i alpha_i} - x_it)^T W z_i for every (i, t), +inf at t = alpha_i."""
+    scores = np.einsum("ntd,de,ne->nt", X, W, Z)  # (n, T) a_it
+    m = scores[np.arange(len(alpha)), alpha][:, None] - scores
+    m[np.arange(len(alpha)), alpha] = np.inf
+    return m
+
+
+def matrix_rank(W: np.ndarray, rtol: float) -> int:
+    """#{sigma > rtol * sigma_max}: a relative tolerance, unlike the published absolute 1e-7."""
+    sv = np.linalg.svd(W, compute_uv=False)
+    return int((sv > rtol * sv[0]).sum()) if sv.size and sv[0] > 0 else 0
+
+
+def _finish(sol: SVMSolution, X, Z, alpha, cfg: SolverConfig) -> SVMSolution:
+    """Check the constraints: a W violating them is infeasible (or inaccurate), not a direction."""
+    sol.margins = margins_of(sol.W, X, Z, alpha)
+    worst = float(sol.margins.min())
+    if worst < 1 - cfg.feas_tol:
+        if sol.status == INFEASIBLE or worst < 0.5:
+            sol.status, sol.W, sol.reason = INFEASIBLE, None, f"min margin {worst:.3g} < 1"
+        else:
+            sol.status, sol.reason = INACCURATE, f"min margin {worst:.10f} < 1 - feas_tol"
+    if sol.W is not None:
+        sol.rank = matrix_rank(sol.W, cfg.rank_rtol)
+    return sol
+
+
+def w_mm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> SVMSolution:
+    """Frobenius-norm attention SVM W^mm_alpha for one instance (X (n,T,d), Z (n,d))."""
+    t0 = time.perf_counter()
+    if cfg.frobenius is FroMethod.cvxpy:
+        sol = _cvx_solve(X, Z, alpha, cfg, "fro")
+    else:
+        sol = _fro_nnls(X, Z, alpha)
+    sol.seconds = time.perf_counter() - t0
+    return _finish(sol, X, Z, alpha, cfg) if sol.W is not None else sol
+
+
+def _fro_nnls(X, Z, alpha) -> SVMSolution:
+    """Least-distance programming: NNLS on E = [M; 1^T], f = e_last with M^T M = Gram(A)."""
+    dx, zq, _ = constraints(X, Z, alpha)
+    gram = (dx @ dx.T) * (zq @ zq.T)  # (m, m) <A_j, A_k>
+    evals, evecs = np.linalg.eigh(gram)
+    M = np.sqrt(np.clip(evals, 0, None))[:, None] * evecs.T  # (m, m), M^T M = gram
+    m = gram.shape[0]
+    E = np.vstack([M, np.ones((1, m))])
+    f = np.zeros(m + 1)
+    f[-1] = 1.0
+    u, _ = nnls(E, f, maxiter=50 * (m + 1))
+    slack = 1.0 - u.sum()  # the residual's last entry; 0 iff 0 is in conv{A_j}
+    if slack <= 1e-12:
+        return SVMSolution("fro", INFEASIBLE, reason="0 lies in the convex hull of the constraints")
+    mu = u / slack  # dual variables of the constraints
+    W = (dx * mu[:, None]).T @ zq  # (d, d) sum_j mu_j dx_j z_j^T
+    return SVMSolution("fro", OPTIMAL, W=W)
+
+
+def _reduced_basis(A: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+    """Orthonormal basis (d, p) of the row space of A (m, d)."""
+    _, sv, vt = np.linalg.svd(A, full_matrices=False)
+    keep = sv > rtol * max(sv[0], 1e-300) if sv.size else sv > 0
+    return vt[keep].T
+
+
+def w_mm_nuc(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> SVMSolution:
+    """Nuclear-norm attention SVM W^mm_{*,alpha}, solved in the reduced space and mapped back."""
+    t0 = time.perf_counter()
+    sol = _cvx_solve(X, Z, alpha, cfg, "nuc")
+    sol.seconds = time.perf_counter() - t0
+    return _finish(sol, X, Z, alpha, cfg) if sol.W is not None else sol
+
+
+def _solver_kwargs(cfg: SolverConfig) -> dict:
+    if cfg.backend is Backend.CLARABEL:
+        t = cfg.tol
+        return dict(
+            tol_gap_abs=t, tol_gap_rel=t, tol_feas=t, tol_ktratio=t**0.5, max_iter=cfg.max_iters
+        )
+    return dict(eps_abs=cfg.tol, eps_rel=cfg.tol, max_iters=cfg.max_iters)
+
+
+def _cvx_solve(X, Z, alpha, cfg: SolverConfig, norm: str) -> SVMSolution:
+    """cvxpy model in the reduced space: one matrix inequality A_red vec(W_red) >= 1."""
+    dx, zq, _ = constraints(X, Z, alpha)
+    U, V = _reduced_basis(dx), _reduced_basis(Z)  # (d, p), (d, q)
+    p, q = U.shape[1], V.shape[1]
+    if p == 0 or q == 0:
+        return SVMSolution(norm, INFEASIBLE, reason="every constraint matrix is zero")
+    a_red = np.einsum("jp,jq->jqp", dx @ U, zq @ V).reshape(len(dx), q * p)  # column-major vec
+    Wr = cp.Variable((p, q))
+    objective = cp.normNuc(Wr) if norm == "nuc" else cp.sum_squares(Wr)
+    prob = cp.Problem(cp.Minimize(objective), [a_red @ cp.vec(Wr, order="F") >= 1])
+    try:
+        with warnings.catch_warnings():  # an inaccurate solve is reported in the status instead
+            warnings.simplefilter("ignore", UserWarning)
+            prob.solve(solver=cfg.backend.value, **_solver_kwargs(cfg))
+    except cp.error.SolverError as exc:
+        return SVMSolution(norm, SOLVER_ERROR, reason=f"{cfg.backend.value}: {exc}")
+    status = prob.status
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        return SVMSolution(norm, INFEASIBLE, reason=f"{cfg.backend.value} status {status}")
+    if Wr.value is None:
+        return SVMSolution(norm, SOLVER_ERROR, reason=f"{cfg.backend.value} status {status}")
+    sol_status = OPTIMAL if status == cp.OPTIMAL else INACCURATE
+    reason = "" if status == cp.OPTIMAL else f"{cfg.backend.value} status {status}"
+    return SVMSolution(norm, sol_status, W=U @ Wr.value @ V.T, reason=reason)
+
+
+def support_tokens(sol: SVMSolution, cfg: SolverConfig) -> np.ndarray:
+    """(n, T) mask of active constraints: margin within support_tol of 1 (PAPER §6.3)."""
+    return sol.margins <= 1 + cfg.support_tol
+
+
+def is_locally_optimal(
+    sol: SVMSolution, gamma: np.ndarray, alpha: np.ndarray, cfg: SolverConfig
+) -> bool:
+    """alpha is locally optimal if W^mm_alpha exists and every support token t of sequence i
+    scores below the selected one: gamma_{i alpha_i} > gamma_it (PAPER.md §3)."""
+    if not sol.ok:
+        return False
+    sel = gamma[np.arange(len(alpha)), alpha][:, None]  # (n, 1)
+    return bool(np.all(~support_tokens(sol, cfg) | (gamma < sel)))

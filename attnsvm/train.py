@@ -1,0 +1,176 @@
+"""Gradient descent on 1-layer softmax attention, all seeds of a batch at once.
+
+Parameters are W (R, d, d) or the factors K, Q (R, d, m) with W = K Q^T. Every operation is
+per seed (batched matmuls, reductions over non-seed axes only), so a seed's trajectory is
+bit-identical whether it trains alone or in a batch of a thousand. The gradient is written
+by hand (PAPER.md §6.1): autograd's form is mostly rounding error once the softmax saturates.
+
+    traj = train(inst, head, param_cfg, opt_cfg)   # checkpoints every k steps
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from attnsvm.config import (
+    Init,
+    Optimizer,
+    OptimizerConfig,
+    Parameterization,
+    ParameterizationConfig,
+)
+from attnsvm.data import Instances
+
+INIT_SEED_OFFSET = 1_000_000_007  # init draws use their own stream: seed + offset
+
+
+def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor):
+    """Scores a_it = x_it^T W z_i and s_i = softmax(a_i), via log-softmax in the input dtype."""
+    Wz = torch.matmul(Z, W.transpose(-1, -2))  # (R, n, d) rows (W z_i)^T
+    a = torch.matmul(X, Wz.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
+    return torch.exp(F.log_softmax(a, dim=-1))
+
+
+def loss_and_grad_w(W: torch.Tensor, inst: Instances, head):
+    """Logistic loss (R,), softmax s (R, n, T) and dL/dW (R, d, d) for the head's outputs."""
+    X, Y, Z = inst.X, inst.Y, inst.Z
+    n = X.shape[1]
+    s = softmax_probs(W, X, Z)
+    f = head.output(s)  # (R, n)
+    margin = Y * f
+    loss = F.softplus(-margin).sum(-1) / n  # (R,)
+    c = -Y * torch.sigmoid(-margin) / n  # (R, n) dL/df_i
+    G = c.unsqueeze(-1) * s * head.centred_values(s)  # (R, n, T) dL/da_it
+    u = torch.matmul(G.unsqueeze(-2), X).squeeze(-2)  # (R, n, d) sum_t G_it x_it
+    grad = torch.matmul(u.transpose(-1, -2), Z)  # (R, d, d) sum_i u_i z_i^T
+    return loss, s, grad
+
+
+def frob(A: torch.Tensor) -> torch.Tensor:
+    """Per-seed Frobenius norm of a (R, a, b) batch."""
+    return torch.linalg.vector_norm(A, dim=(-2, -1))
+
+
+@dataclass
+class Params:
+    """W-parameterization holds ``W``; (K,Q) holds ``K`` and ``Q`` and W = K Q^T."""
+
+    W: torch.Tensor | None = None
+    K: torch.Tensor | None = None
+    Q: torch.Tensor | None = None
+
+    def attention_matrix(self) -> torch.Tensor:
+        return self.W if self.W is not None else torch.matmul(self.K, self.Q.transpose(-1, -2))
+
+
+def init_params(cfg: ParameterizationConfig, seeds: list[int], d: int, dtype, device) -> Params:
+    """Per-seed initialisation, drawn in float32 from the stream ``seed + INIT_SEED_OFFSET``.
+
+    ``torch`` is nn.Linear's default U(-1/sqrt(d), 1/sqrt(d)) as in the published notebooks
+    (there Q is drawn before K); ``zeros`` is W(0) = 0, and for (K,Q) Q(0) = 0 with
+    K(0) = init_scale * N(0, 1), since K = Q = 0 is a stationary point.
+    """
+    m = cfg.m or d
+    mats = []
+    for seed in seeds:
+        g = torch.Generator().manual_seed(seed + INIT_SEED_OFFSET)
+        shapes = [(d, d)] if cfg.kind is Parameterization.w else [(d, m), (d, m)]  # Q, K
+        draws = []
+        for i, shape in enumerate(shapes):
+            if cfg.init is Init.torch:
+                bound = 1.0 / d**0.5
+                draws.append((torch.rand(shape[::-1], generator=g) * 2 - 1).T * bound)
+            elif cfg.init is Init.normal:
+                draws.append(cfg.init_scale * torch.randn(shape, generator=g))
+            elif cfg.kind is Parameterization.kq and i == 1:  # zeros: K(0) random, Q(0) = 0
+                draws.append(cfg.init_scale * torch.randn(shape, generator=g))
+            else:
+                draws.append(torch.zeros(shape))
+        mats.append(draws)
+    stacked = [
+        torch.stack([m_[k] for m_ in mats]).to(dtype=dtype, device=device)
+        for k in range(len(mats[0]))
+    ]
+    if cfg.kind is Parameterization.w:
+        return Params(W=stacked[0].contiguous())
+    return Params(Q=stacked[0].contiguous(), K=stacked[1].contiguous())
+
+
+@dataclass
+class Trajectory:
+    """Checkpoints of one batch: index c of every tensor is step ``steps[c]``."""
+
+    steps: list[int]
+    W: torch.Tensor  # (C, R, d, d) attention matrix (K Q^T for (K,Q))
+    loss: torch.Tensor  # (C, R)
+    grad_norm: torch.Tensor  # (C, R) ||dL/dW|| (or sqrt(|dL/dK|^2 + |dL/dQ|^2))
+    softmax_max: torch.Tensor  # (C, R) mean_i max_t s_it (softmax saturation)
+    softmax_min_max: torch.Tensor  # (C, R) min_i max_t s_it
+    selected: torch.Tensor  # (C, R, n) argmax_t s_it
+    final_softmax: torch.Tensor  # (R, n, T)
+
+    @property
+    def final_W(self) -> torch.Tensor:
+        return self.W[-1]
+
+
+def _step_size(cfg: OptimizerConfig, gnorm: torch.Tensor) -> torch.Tensor:
+    """lr / (||g|| + eps) for ngd, lr for gd; a zero gradient takes no step."""
+    if cfg.kind is Optimizer.gd:
+        return torch.full_like(gnorm, cfg.lr)
+    scale = cfg.lr / (gnorm + cfg.eps)
+    return torch.where(gnorm > 0, scale, torch.zeros_like(scale))
+
+
+def train(
+    inst: Instances,
+    head,
+    pcfg: ParameterizationConfig,
+    ocfg: OptimizerConfig,
+    params: Params | None = None,
+) -> Trajectory:
+    """Run ``ocfg.steps`` steps of (normalized) GD; checkpoint every k steps and at the end."""
+    d = inst.X.shape[-1]
+    p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
+    every, steps = ocfg.checkpoint_every, ocfg.steps
+    rec: dict[str, list] = {k: [] for k in ("steps", "W", "loss", "gnorm", "smax", "smin", "sel")}
+    for k in range(steps + 1):
+        W = p.attention_matrix()
+        loss, s, gW = loss_and_grad_w(W, inst, head)
+        if p.W is None:  # chain rule to the factors, plus the vanishing penalty
+            gK = torch.matmul(gW, p.Q) + 2 * pcfg.penalty * p.K
+            gQ = torch.matmul(gW.transpose(-1, -2), p.K) + 2 * pcfg.penalty * p.Q
+            loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
+            nK, nQ = frob(gK), frob(gQ)
+            gnorm = torch.sqrt(nK**2 + nQ**2)
+        else:
+            gnorm = frob(gW)
+        if k % every == 0 or k == steps:
+            smax = s.max(dim=-1)
+            rec["steps"].append(k)
+            rec["W"].append(W.clone())
+            rec["loss"].append(loss)
+            rec["gnorm"].append(gnorm)
+            rec["smax"].append(smax.values.mean(-1))
+            rec["smin"].append(smax.values.min(-1).values)
+            rec["sel"].append(smax.indices)
+        if k == steps:
+            break
+        if p.W is None:
+            p.K = p.K - _step_size(ocfg, nK)[:, None, None] * gK
+            p.Q = p.Q - _step_size(ocfg, nQ)[:, None, None] * gQ
+        else:
+            p.W = p.W - _step_size(ocfg, gnorm)[:, None, None] * gW
+    return Trajectory(
+        steps=rec["steps"],
+        W=torch.stack(rec["W"]),
+        loss=torch.stack(rec["loss"]),
+        grad_norm=torch.stack(rec["gnorm"]),
+        softmax_max=torch.stack(rec["smax"]),
+        softmax_min_max=torch.stack(rec["smin"]),
+        selected=torch.stack(rec["sel"]),
+        final_softmax=s,
+    )
