@@ -90,7 +90,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
         "corr_nuc_opt": metrics.corr(Ws, nuc_opt.W),
     }
     local_opt = svm.is_locally_optimal(fro_sel, gamma, sel, scfg)
-    kq = cfg.parameterization.kind is Parameterization.kq
+    kq = cfg.parameterization.kind == Parameterization.kq
     corr_alpha = curves["corr_nuc" if kq else "corr_fro"][-1]
     smin = float(traj.softmax_min_max[-1, r])
     status, reason = seed_status(finite, [fro_opt, nuc_opt, fro_sel, nuc_sel] if finite else [])
