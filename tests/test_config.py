@@ -86,3 +86,12 @@ def test_unknown_group_option_lists_options():
 def test_bad_range_names_key(override, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         to_run_config(_compose([override]))
+
+
+def test_cuda_without_device_is_a_clear_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: device=cuda is valid here")
+    with pytest.raises(ConfigError, match="device"):
+        to_run_config(_compose(["device=cuda"]))
