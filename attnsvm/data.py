@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from attnsvm.batchops import dot_last
-from attnsvm.config import Attention, DatasetConfig, Generator
+from attnsvm.config import Attention, ConfigError, DatasetConfig, Generator
 
 
 @dataclass
@@ -72,9 +72,52 @@ def random_instances(cfg: DatasetConfig, seeds: list[int]):
     return tuple(torch.stack([dr[k] for dr in draws]) for k in range(4))
 
 
+# T -> (generator seed of the published picture, token noise std); PAPER.md §2, paths experiment
+PATHS_LAYOUTS = {3: (1, 0.3), 5: (3, 0.5)}
+
+
+def paths_instance(seed: int, T: int) -> tuple[torch.Tensor, ...]:
+    """One 2-D path data set (n = 2, d = 2), hand-placed as in the published path pictures.
+
+    Draws v, then X, then Z from one generator; Y = (+1, +1) and tokens are not normalised.
+    T = 3: sequence 1 is a noisy cluster around (-1, 0), sequence 2 around (1, 0).
+    T = 5: token 0 of sequence 1 (2) sits at (1, 0.5) ((1, -0.5)), the others cluster at (-1, 0).
+    Generator seed ``published + seed``, so seed 0 is the published data set.
+    """
+    base, scale = PATHS_LAYOUTS[T]
+    g = torch.Generator().manual_seed(base + seed)
+    v = torch.randn(2, generator=g)
+    v = v / torch.norm(v)
+    Y = torch.ones(2)
+    X = scale * torch.randn((2, T, 2), generator=g)  # (n, T, d)
+    if T == 3:
+        X[0] += torch.tensor([-1.0, 0.0])
+        X[1] += torch.tensor([1.0, 0.0])
+    else:
+        X[0, 0] = torch.tensor([1.0, 0.5])
+        X[1, 0] = torch.tensor([1.0, -0.5])
+        X[:, 1:] += torch.tensor([-1.0, 0.0])
+    Z = torch.randn((2, 2), generator=g)
+    Z = Z / torch.norm(Z, dim=-1, keepdim=True)
+    return X, Y, Z, v
+
+
+def paths_instances(cfg: DatasetConfig, seeds: list[int]):
+    """The 2-D path data sets (n = 2, d = 2, T = 3 or 5) for every seed, stacked."""
+    shape = (cfg.n, cfg.T, cfg.d)
+    if cfg.n != 2 or cfg.d != 2 or cfg.T not in PATHS_LAYOUTS:
+        raise ConfigError(
+            f"dataset.generator='paths' needs dataset.n=2, dataset.d=2 and dataset.T in "
+            f"{sorted(PATHS_LAYOUTS)}; got (n, T, d) = {shape}"
+        )
+    draws = [paths_instance(s, cfg.T) for s in seeds]
+    return tuple(torch.stack([dr[k] for dr in draws]) for k in range(4))
+
+
 # generator -> function(cfg, seeds) returning float32 (X, Y, Z, v) before query selection
 GENERATORS = {
     Generator.random: random_instances,
+    Generator.paths: paths_instances,
 }
 
 

@@ -11,14 +11,14 @@ Plain functions over a validated RunConfig; Hydra is only in run.py.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import torch
 
 from attnsvm import metrics, svm
-from attnsvm.config import Parameterization, RunConfig
+from attnsvm.config import Generator, Parameterization, RunConfig
 from attnsvm.data import Instances, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
@@ -31,6 +31,7 @@ class JobResult:
     trajectory: pd.DataFrame
     config_hash: str
     seconds: float
+    extra: dict[str, pd.DataFrame] = field(default_factory=dict)  # file name -> table
 
 
 def config_columns(cfg: RunConfig) -> dict:
@@ -160,23 +161,59 @@ def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
     }
 
 
+def path_tables(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
+    """The 2-D path picture of seed ``r``: GD path W(k) z_i and SVM rays W^mm z_i, W^mm_* z_i
+    (``paths`` rows: seed, i, kind, step, c0..c{d-1}), and the tokens (``tokens`` rows)."""
+    X, Z, opt = (t[r].cpu().numpy() for t in (inst.X, inst.Z, inst.opt))
+    Ws = traj.W[:, r].cpu().numpy()  # (C, d, d)
+    n, T, d = X.shape
+    coords = [f"c{k}" for k in range(d)]
+    wz = np.einsum("cde,ne->cnd", Ws, Z)  # (C, n, d) W(k) z_i
+    frames = [
+        pd.DataFrame(wz[:, i], columns=coords).assign(i=i, kind="gd", step=traj.steps)
+        for i in range(n)
+    ]
+    fro, nuc = _solve_pair(X, Z, opt, cfg.solver)
+    for kind, sol in (("w_mm", fro), ("w_mm_nuc", nuc)):
+        if sol.ok:
+            ray = pd.DataFrame(Z @ sol.W.T, columns=coords)  # (n, d) rows W^mm z_i
+            frames.append(ray.assign(i=range(n), kind=kind, step=-1))
+    paths = pd.concat(frames, ignore_index=True).assign(seed=inst.seeds[r])
+    i_idx, t_idx = np.divmod(np.arange(n * T), T)
+    tokens = pd.DataFrame(X.reshape(n * T, d), columns=[f"x{k}" for k in range(d)])
+    tokens = tokens.assign(
+        seed=inst.seeds[r],
+        i=i_idx,
+        t=t_idx,
+        Y=inst.Y[r].cpu().numpy()[i_idx],
+        gamma=inst.gamma[r].cpu().numpy().reshape(-1),
+        is_opt=t_idx == opt[i_idx],
+        **{f"z{k}": Z[i_idx, k] for k in range(d)},
+    )
+    return paths, tokens
+
+
 def run_batch(cfg: RunConfig, seeds: list[int]):
-    """Train and analyse one batch of seeds; returns (rows, trajectory frames)."""
+    """Train and analyse one batch of seeds; returns (rows, trajectory frames, extra frames)."""
     dtype = getattr(torch, cfg.dtype.value)
     inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
     if not cfg.train:
-        return [analyse_svm_only(cfg, inst, r) for r in range(len(seeds))], []
+        return [analyse_svm_only(cfg, inst, r) for r in range(len(seeds))], [], {}
     t0 = time.perf_counter()
     traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer)
     train_seconds = (time.perf_counter() - t0) / len(seeds)
-    rows, trajs = [], []
+    rows, trajs, extra = [], [], {}
     for r in range(len(seeds)):
         row, tr = analyse_seed(cfg, inst, traj, r)
         row["train_seconds"] = train_seconds
         row["seconds"] = train_seconds + row["svm_seconds"]
         rows.append(row)
         trajs.append(tr)
-    return rows, trajs
+        if cfg.dataset.generator is Generator.paths:
+            paths, tokens = path_tables(cfg, inst, traj, r)
+            extra.setdefault("paths", []).append(paths)
+            extra.setdefault("tokens", []).append(tokens)
+    return rows, trajs, extra
 
 
 def run_job(cfg: RunConfig, progress=None) -> JobResult:
@@ -184,11 +221,13 @@ def run_job(cfg: RunConfig, progress=None) -> JobResult:
     t0 = time.perf_counter()
     torch.set_num_threads(cfg.threads)
     seeds = cfg.seed_list
-    rows, trajs = [], []
+    rows, trajs, extra = [], [], {}
     for start in range(0, len(seeds), cfg.batch_size):
-        r, t = run_batch(cfg, seeds[start : start + cfg.batch_size])
+        r, t, e = run_batch(cfg, seeds[start : start + cfg.batch_size])
         rows += r
         trajs += t
+        for name, frames in e.items():
+            extra.setdefault(name, []).extend(frames)
         if progress is not None:
             progress(len(rows), len(seeds))
     chash = config_hash(cfg)
@@ -198,4 +237,8 @@ def run_job(cfg: RunConfig, progress=None) -> JobResult:
     trajectory = trajectory.assign(
         **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
-    return JobResult(runs, trajectory, chash, time.perf_counter() - t0)
+    extra = {
+        name: pd.concat(frames, ignore_index=True).assign(config_hash=chash)
+        for name, frames in extra.items()
+    }
+    return JobResult(runs, trajectory, chash, time.perf_counter() - t0, extra)

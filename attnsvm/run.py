@@ -76,6 +76,8 @@ def execute(cfg: DictConfig, out: Path, multirun: bool) -> str:
         return "failed"
     write_table(result.runs, out / RUNS)
     write_table(result.trajectory, out / TRAJECTORY)
+    for name, table in result.extra.items():  # e.g. paths.parquet, tokens.parquet
+        write_table(table, out / f"{name}.parquet")
     seed_status = result.runs.status.value_counts().to_dict()
     write_json(
         {**job, "status": "finished", "seconds": result.seconds, "seed_status": seed_status},
