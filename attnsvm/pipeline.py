@@ -209,7 +209,7 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
         row["seconds"] = train_seconds + row["svm_seconds"]
         rows.append(row)
         trajs.append(tr)
-        if cfg.dataset.generator is Generator.paths:
+        if cfg.dataset.generator == Generator.paths:
             paths, tokens = path_tables(cfg, inst, traj, r)
             extra.setdefault("paths", []).append(paths)
             extra.setdefault("tokens", []).append(tokens)
