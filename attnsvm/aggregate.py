@@ -55,6 +55,7 @@ METRICS = (
 )
 RANK_METRICS = ("rank_fro", "rank_nuc", "norm_fro", "norm_nuc")  # defined for feasible seeds only
 CONV_TYPES = ("global", "local", "other")
+AXES = ("n", "T", "d", "parameterization")  # always summary columns, swept or not
 
 
 class AggregateError(RuntimeError):
@@ -70,6 +71,11 @@ class Sweep:
     extra: dict[str, pd.DataFrame]  # further tables by name (paths, tokens, ...)
     jobs: pd.DataFrame  # one row per job.json found: dir, config_hash, status, used
     swept: list[str] = field(default_factory=list)  # config columns that vary across jobs
+
+    @property
+    def keys(self) -> list[str]:
+        """The main axes, then the other swept keys: the columns naming a config point."""
+        return [*AXES, *(k for k in self.swept if k not in AXES)]
 
     @property
     def failed(self) -> pd.DataFrame:
@@ -168,10 +174,10 @@ def load_sweep(sweep_dir: str | Path) -> Sweep:
 
 
 def _add_swept(sweep: Sweep, name: str, table: pd.DataFrame) -> None:
-    """Give a per-job table every swept key as a column (joined on config_hash)."""
+    """Give a per-job table every key column of the sweep (joined on config_hash)."""
     if table.empty or "config_hash" not in table:
         return
-    missing = [k for k in sweep.swept if k not in table]
+    missing = [k for k in sweep.keys if k not in table]
     if missing:
         keys = sweep.runs.drop_duplicates("config_hash")[["config_hash", *missing]]
         table = table.merge(keys, on="config_hash", how="left")
@@ -241,8 +247,7 @@ def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: boo
     written = []
     if sweep.runs.empty:
         return sweep, pd.DataFrame(), written
-    by = sweep.swept
-    summary = summarize(sweep.runs, by)
+    summary = summarize(sweep.runs, sweep.keys)
     sweep.runs.to_parquet(out / "all_runs.parquet", index=False)
     summary.to_parquet(out / "summary.parquet", index=False)
     summary.round(6).to_csv(out / "summary.csv", index=False)
@@ -273,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no finished job yet: nothing to summarise")
         return 1
     print(f"swept keys: {', '.join(sweep.swept) or '(none)'}")
-    print(summary_table(summary, sweep.swept))
+    print(summary_table(summary, sweep.keys))
     for path in written:
         print(f"  wrote {path}")
     return 0

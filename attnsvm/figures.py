@@ -127,10 +127,13 @@ def _band(ax, x, mid, lo, hi, color, label, linestyle="-"):
 def curves_figure(traj: pd.DataFrame, swept: list[str]):
     """Per iteration, mean over seeds (band: +- std): softmax saturation mean_i max_t s_it and
     corr with the SVM at the GD-selected tokens alpha (W: W^mm_alpha, (K,Q): W^mm_*,alpha);
-    1 - corr on a log scale (median, band 10-90 %); dashed: the other norm's SVM."""
+    1 - corr on a log scale (median, band 10-90 %); dotted: the other norm's SVM."""
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
     others = [k for k in swept if k != "parameterization"]
-    for key, g in traj.groupby(["parameterization", *others]):
+    groups = sorted(
+        traj.groupby(["parameterization", *others]), key=lambda kg: (kg[0][0] != "w", kg[0])
+    )
+    for key, g in groups:
         p = key[0] if isinstance(key, tuple) else key
         extra = ", ".join(f"{k}={v}" for k, v in zip(others, key[1:], strict=True))
         label = PARAM_LABEL.get(p, p) + (f" ({extra})" if extra else "")
@@ -149,7 +152,8 @@ def curves_figure(traj: pd.DataFrame, swept: list[str]):
             linewidth=0,
         )
         c = by_step[own].agg(["mean", "std"])
-        _band(axes[1], c.index, c["mean"], c["mean"] - c["std"], c["mean"] + c["std"], color, label)
+        hi = (c["mean"] + c["std"]).clip(upper=1)
+        _band(axes[1], c.index, c["mean"], c["mean"] - c["std"], hi, color, label)
         c2 = by_step[cross].mean()
         axes[1].plot(c2.index, c2, color=color, linestyle=":", linewidth=1.5)
         err = 1 - g[["step", own, cross]].set_index("step")
