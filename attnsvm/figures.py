@@ -20,6 +20,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
@@ -87,6 +88,11 @@ def rank_figure(summary: pd.DataFrame):
     ]
     labels += [r"$W^{mm}$ (Frobenius)", r"$W^{mm}_\star$ (nuclear)"]
     ax.legend(handles, labels, fontsize=9, loc="upper left")
+    ds = sorted(summary.d.unique())
+    for a in (ax, axf):
+        a.set_xticks(ds if len(ds) <= 10 else a.get_xticks())
+        a.set_xlim(min(ds) - 0.5, max(ds) + 0.5)
+    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axf.set(xlabel="$d$", ylabel="fraction feasible", ylim=(-0.03, 1.03))
     axf.set_title(r"SVM at $\alpha=$opt feasible")
     axf.legend(fontsize=9, loc="lower right")
