@@ -55,7 +55,7 @@ METRICS = (
 )
 RANK_METRICS = ("rank_fro", "rank_nuc", "norm_fro", "norm_nuc")  # defined for feasible seeds only
 CONV_TYPES = ("global", "local", "other")
-AXES = ("n", "T", "d", "parameterization")  # always summary columns, swept or not
+AXES = ("n", "T", "d")  # always summary columns, swept or not
 
 
 class AggregateError(RuntimeError):
@@ -74,8 +74,10 @@ class Sweep:
 
     @property
     def keys(self) -> list[str]:
-        """The main axes, then the other swept keys: the columns naming a config point."""
-        return [*AXES, *(k for k in self.swept if k not in AXES)]
+        """The main axes, then the other swept keys: the columns naming a config point (the
+        parameterization only where something was trained)."""
+        axes = [*AXES, "parameterization"] if "conv_type" in self.runs else [*AXES]
+        return [*axes, *(k for k in self.swept if k not in axes)]
 
     @property
     def failed(self) -> pd.DataFrame:

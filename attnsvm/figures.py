@@ -104,9 +104,10 @@ def convergence_figure(summary: pd.DataFrame):
     """Stacked shares of runs converging to the global SVM, a local SVM, or neither, vs d; the
     feasibility rate of the SVM at opt on top. One panel per other swept config (if any)."""
     groups = summary.groupby([c for c in ("parameterization", "n", "T") if c in summary])
-    fig, axes = plt.subplots(1, len(groups), figsize=(8 * len(groups), 4.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(groups), figsize=(9.5 * len(groups), 4.8), squeeze=False)
     colors = {"global": "tab:green", "local": "tab:orange", "other": "tab:gray"}
     for ax, (key, g) in zip(axes[0], groups, strict=True):
+        g_seeds = g.groupby("d").seeds.sum()
         g = g.groupby("d", as_index=False)[
             ["global_share", "local_share", "other_share", "feasible_rate"]
         ].mean()
@@ -119,8 +120,9 @@ def convergence_figure(summary: pd.DataFrame):
         ax.plot(g.d, g.feasible_rate, "k-o", markersize=4, label=r"$W^{mm}$ at opt feasible")
         p, n, T = key if isinstance(key, tuple) else (key, "?", "?")
         ax.set_title(f"{PARAM_LABEL.get(p, p)}-parameterization, $n={n}$, $T={T}$")
-        ax.set(xlabel="$d$", ylabel="share of seeds", ylim=(0, 1.02))
-        ax.legend(fontsize=9, loc="center right")
+        seeds = int(g_seeds.max())
+        ax.set(xlabel="$d$", ylabel=f"share of the {seeds} seeds per $d$", ylim=(0, 1.02))
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
 
