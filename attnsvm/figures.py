@@ -53,32 +53,46 @@ def draw_all(sweep, summary: pd.DataFrame, out: Path) -> list[Path]:
         written += paths_figures(sweep.extra["paths"], sweep.extra.get("tokens"), out)
     elif not _trained(runs):
         if several_d:
-            written += _save(rank_figure(summary), out, "rank")
+            written += _save(rank_figure(summary, sweep.keys), out, "rank")
     else:
         if several_d:
-            written += _save(convergence_figure(summary), out, "convergence")
+            written += _save(convergence_figure(summary, sweep.keys), out, "convergence")
         if summary.config_hash.nunique() <= MAX_CURVE_POINTS and not sweep.trajectory.empty:
             written += _save(curves_figure(sweep.trajectory, sweep.swept), out, "curves")
     return written
 
 
-def _shape_label(n: int, T: int) -> str:
-    return f"$n={n},\\ T={T}$"
+def _label(keys: list[str], values) -> str:
+    """'$n=5,\\ T=10$, solver.backend=SCS' for the config point ``values`` of ``keys``."""
+    values = values if isinstance(values, tuple) else (values,)
+    math = {"n": "$n={}$", "T": "$T={}$", "d": "$d={}$"}
+    parts = [
+        math[k].format(v)
+        if k in math
+        else f"{PARAM_LABEL.get(v, v)}-parameterization"
+        if k == "parameterization"
+        else f"{k}={v}"
+        for k, v in zip(keys, values, strict=True)
+    ]
+    return ", ".join(parts)
 
 
-def rank_figure(summary: pd.DataFrame):
+def rank_figure(summary: pd.DataFrame, keys: list[str]):
     """Mean rank of W^mm (solid) and W^mm_* (dashed) over feasible instances vs d, one line
-    per (n, T); beside it the share of instances whose SVM at opt is feasible."""
+    per config point of the other keys (e.g. (n, T)); beside it the share of instances whose
+    SVM at opt is feasible."""
     fig, (ax, axf) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [3, 2]})
-    shapes = summary[["n", "T"]].drop_duplicates().sort_values(["T", "n"]).itertuples(index=False)
+    line_keys = [k for k in keys if k != "d"]
+    lines = summary.sort_values(["T", "n"]).groupby(line_keys, sort=False)
     palette = sns.color_palette("colorblind", 8)
     markers = "vodsP^X*"
-    for k, (n, T) in enumerate(shapes):
-        g = summary[(summary.n == n) & (summary["T"] == T)].sort_values("d")
+    for k, (values, g) in enumerate(lines):
+        g = g.sort_values("d")
+        label = _label(line_keys, values)
         style = dict(color=palette[k % 8], marker=markers[k % 8], markersize=7, linewidth=2)
-        ax.plot(g.d, g.rank_fro_mean, linestyle="-", label=_shape_label(n, T), **style)
+        ax.plot(g.d, g.rank_fro_mean, linestyle="-", label=label, **style)
         ax.plot(g.d, g.rank_nuc_mean, linestyle="--", **style)
-        axf.plot(g.d, g.feasible_rate, label=_shape_label(n, T), **style)
+        axf.plot(g.d, g.feasible_rate, label=label, **style)
     ax.set(xlabel="$d$", ylabel="rank of the SVM solution (feasible instances)")
     ax.set_title(r"rank of $W^{mm}$ (solid) and $W^{mm}_\star$ (dashed)")
     handles, labels = ax.get_legend_handles_labels()
@@ -100,17 +114,19 @@ def rank_figure(summary: pd.DataFrame):
     return fig
 
 
-def convergence_figure(summary: pd.DataFrame):
+def convergence_figure(summary: pd.DataFrame, keys: list[str]):
     """Stacked shares of runs converging to the global SVM, a local SVM, or neither, vs d; the
-    feasibility rate of the SVM at opt on top. One panel per other swept config (if any)."""
-    groups = summary.groupby([c for c in ("parameterization", "n", "T") if c in summary])
-    fig, axes = plt.subplots(1, len(groups), figsize=(9.5 * len(groups), 4.8), squeeze=False)
+    feasibility rate of the SVM at opt on top. One panel per config point of the other keys."""
+    panel_keys = [k for k in keys if k != "d"]
+    panels = list(summary.groupby(panel_keys))
+    cols = min(len(panels), 2)
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(9.5 * cols, 4.8 * rows), squeeze=False)
     colors = {"global": "tab:green", "local": "tab:orange", "other": "tab:gray"}
-    for ax, (key, g) in zip(axes[0], groups, strict=True):
-        g_seeds = g.groupby("d").seeds.sum()
-        g = g.groupby("d", as_index=False)[
-            ["global_share", "local_share", "other_share", "feasible_rate"]
-        ].mean()
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (values, g) in zip(axes.flat, panels, strict=False):
+        g = g.sort_values("d")
         bottom = np.zeros(len(g))
         for kind in ("global", "local", "other"):
             ax.bar(
@@ -118,9 +134,8 @@ def convergence_figure(summary: pd.DataFrame):
             )
             bottom += g[f"{kind}_share"].to_numpy()
         ax.plot(g.d, g.feasible_rate, "k-o", markersize=4, label=r"$W^{mm}$ at opt feasible")
-        p, n, T = key if isinstance(key, tuple) else (key, "?", "?")
-        ax.set_title(f"{PARAM_LABEL.get(p, p)}-parameterization, $n={n}$, $T={T}$")
-        seeds = int(g_seeds.max())
+        ax.set_title(_label(panel_keys, values))
+        seeds = int(g.seeds.max())
         ax.set(xlabel="$d$", ylabel=f"share of the {seeds} seeds per $d$", ylim=(0, 1.02))
         ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
