@@ -164,8 +164,9 @@ def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
 def path_tables(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
     """The 2-D path picture of seed ``r``: GD path W(k) z_i and SVM rays W^mm z_i, W^mm_* z_i
     (``paths`` rows: seed, i, kind, step, c0..c{d-1}), and the tokens (``tokens`` rows)."""
-    X, Z, opt = (t[r].cpu().numpy() for t in (inst.X, inst.Z, inst.opt))
-    Ws = traj.W[:, r].cpu().numpy()  # (C, d, d)
+    X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
+    opt = inst.opt[r].cpu().numpy()
+    Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
     n, T, d = X.shape
     coords = [f"c{k}" for k in range(d)]
     wz = np.einsum("cde,ne->cnd", Ws, Z)  # (C, n, d) W(k) z_i

@@ -12,7 +12,7 @@ from conftest import CONF_DIR
 
 register_configs()
 GROUP_OPTIONS = {
-    "dataset": ["random"],
+    "dataset": ["random", "paths"],
     "parameterization": ["w", "kq"],
     "optimizer": ["ngd", "gd"],
     "solver": ["clarabel", "scs"],
