@@ -92,3 +92,15 @@ def test_paths_sweep_is_published_setting():
         assert j.parameterization.init == Init.zeros
         assert j.optimizer.lr == 0.1 and j.optimizer.steps == 2000
         assert j.optimizer.checkpoint_every == 1
+
+
+@pytest.mark.parametrize("launcher", ["basic", "submitit_slurm", "joblib"])
+def test_sweeps_scale_out_by_swapping_the_launcher(launcher):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        for name in SWEEPS:
+            cfg = compose(
+                "config",
+                [f"+sweeps={name}", f"hydra/launcher={launcher}"],
+                return_hydra_config=True,
+            )
+            assert cfg.hydra.runtime.choices["hydra/launcher"] == launcher
