@@ -18,8 +18,8 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics, svm
-from attnsvm.config import Parameterization, RunConfig
-from attnsvm.data import Instances, make_instances
+from attnsvm.config import Experiment, Parameterization, RunConfig
+from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
 from attnsvm.train import Trajectory, train
@@ -179,10 +179,18 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
 
 
 def run_job(cfg: RunConfig, progress=None) -> JobResult:
-    """All seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the config columns."""
+    """All seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the config columns.
+
+    ``experiment=multitoken`` and ``experiment=regpath`` are run by their own modules.
+    """
+    if cfg.experiment is not Experiment.gd:
+        from attnsvm import multitoken, regpath
+
+        runner = {Experiment.multitoken: multitoken.run_job, Experiment.regpath: regpath.run_job}
+        return runner[cfg.experiment](cfg, progress)
     t0 = time.perf_counter()
     torch.set_num_threads(cfg.threads)
-    seeds = cfg.seed_list
+    seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)  # relu: all-positive labels skipped
     rows, trajs = [], []
     for start in range(0, len(seeds), cfg.batch_size):
         r, t = run_batch(cfg, seeds[start : start + cfg.batch_size])
