@@ -184,10 +184,9 @@ def run_job(cfg: RunConfig, progress=None) -> JobResult:
     ``experiment=multitoken`` and ``experiment=regpath`` are run by their own modules.
     """
     if cfg.experiment is not Experiment.gd:
-        from attnsvm import multitoken, regpath
+        import importlib
 
-        runner = {Experiment.multitoken: multitoken.run_job, Experiment.regpath: regpath.run_job}
-        return runner[cfg.experiment](cfg, progress)
+        return importlib.import_module(f"attnsvm.{cfg.experiment.value}").run_job(cfg, progress)
     t0 = time.perf_counter()
     torch.set_num_threads(cfg.threads)
     seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)  # relu: all-positive labels skipped
