@@ -27,6 +27,7 @@ class Instances:
     gamma: torch.Tensor  # (R, n, T) token scores Y_i v^T x_it (ReLU head: Y_i 1^T ReLU(V^T x_it))
     opt: torch.Tensor  # (R, n) argmax_t gamma_it
     V: torch.Tensor | None = None  # (R, d, d) ReLU-head value matrix, ||V||_F = 1
+    mask: torch.Tensor | None = None  # (R, n, T) visible tokens (sequential/causal attention)
 
     @property
     def R(self) -> int:
@@ -42,6 +43,7 @@ class Instances:
                 for k in ("X", "Y", "Z", "v", "gamma", "opt")
             },
             V=None if self.V is None else self.V[ix.to(self.X.device)],
+            mask=None if self.mask is None else self.mask[ix.to(self.X.device)],
         )
 
 
@@ -153,14 +155,21 @@ def make_instances(
             f"dataset.generator={cfg.generator.value!r} has no implementation"
         )
     X, Y, Z, v, *V = (t.to(dtype) for t in GENERATORS[cfg.generator](cfg, seeds))
-    Z = queries(X, Z, cfg.attention, cfg.query_index)
-    return finish_instances(seeds, X, Y, Z, v, device, V=V[0] if V else None)
+    mask = None
+    if cfg.attention is Attention.sequential:  # every token a query: (i, k) rows, n -> n T
+        from attnsvm.sequential import flatten_queries
+
+        X, Z, Y, mask = flatten_queries(X, Y, cfg.causal)
+    else:
+        Z = queries(X, Z, cfg.attention, cfg.query_index)
+    return finish_instances(seeds, X, Y, Z, v, device, V=V[0] if V else None, mask=mask)
 
 
-def finish_instances(seeds, X, Y, Z, v, device, V=None) -> Instances:
+def finish_instances(seeds, X, Y, Z, v, device, V=None, mask=None) -> Instances:
     """Move to ``device`` and derive the token scores and optimal tokens.
 
-    With a ReLU-head matrix V the score is gamma_it = Y_i 1^T ReLU(V^T x_it) (PAPER.md §2).
+    With a ReLU-head matrix V the score is gamma_it = Y_i 1^T ReLU(V^T x_it) (PAPER.md §2);
+    hidden tokens (``mask`` false) score -inf, so opt is always visible.
     """
     X, Y, Z, v = (t.to(device) for t in (X, Y, Z, v))
     if V is None:
@@ -168,4 +177,7 @@ def finish_instances(seeds, X, Y, Z, v, device, V=None) -> Instances:
     else:
         V = V.to(device)
         gamma = Y[..., None] * torch.relu(torch.matmul(X, V.unsqueeze(1))).sum(-1)  # (R, n, T)
-    return Instances(seeds, X, Y, Z, v, gamma, gamma.argmax(dim=-1), V=V)
+    if mask is not None:
+        mask = mask.to(device)
+        gamma = gamma.masked_fill(~mask, float("-inf"))
+    return Instances(seeds, X, Y, Z, v, gamma, gamma.argmax(dim=-1), V=V, mask=mask)

@@ -22,6 +22,7 @@ from attnsvm.config import Experiment, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
+from attnsvm.sequential import w_mm_masked
 from attnsvm.train import Trajectory, train
 
 
@@ -50,12 +51,18 @@ def config_columns(cfg: RunConfig) -> dict:
     return {**short, **flat}
 
 
-def _solve_pair(X, Z, alpha, scfg):
-    """Frobenius and nuclear SVM at alpha; the nuclear one is skipped when no W separates alpha."""
-    fro = svm.w_mm(X, Z, alpha, scfg)
+def _solve_pair(X, Z, alpha, scfg, mask=None):
+    """Frobenius and nuclear SVM at alpha; the nuclear one is skipped when no W separates alpha.
+
+    ``mask`` (n, T): only visible tokens are constrained (sequential/causal attention)."""
+    fro = w_mm_masked(X, Z, alpha, mask, scfg, "fro")
     if fro.status == svm.INFEASIBLE:
         return fro, svm.SVMSolution("nuc", svm.INFEASIBLE, reason="Frobenius SVM infeasible")
-    return fro, svm.w_mm_nuc(X, Z, alpha, scfg)
+    return fro, w_mm_masked(X, Z, alpha, mask, scfg, "nuc")
+
+
+def _mask(inst: Instances, r: int):
+    return None if inst.mask is None else inst.mask[r].cpu().numpy()
 
 
 def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, str]:
@@ -78,9 +85,9 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
     finite = bool(np.isfinite(Ws).all() and torch.isfinite(traj.loss[:, r]).all())
     sel = traj.selected[-1, r].cpu().numpy()
     t0 = time.perf_counter()
-    fro_opt, nuc_opt = _solve_pair(X, Z, opt, scfg)
+    fro_opt, nuc_opt = _solve_pair(X, Z, opt, scfg, _mask(inst, r))
     same = bool(np.array_equal(sel, opt))
-    fro_sel, nuc_sel = (fro_opt, nuc_opt) if same else _solve_pair(X, Z, sel, scfg)
+    fro_sel, nuc_sel = (fro_opt, nuc_opt) if same else _solve_pair(X, Z, sel, scfg, _mask(inst, r))
     svm_seconds = time.perf_counter() - t0
 
     curves = {
@@ -140,7 +147,7 @@ def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
     """Without training: the SVMs at alpha = opt, their feasibility and ranks."""
     X, Z, opt = (t[r].cpu().numpy() for t in (inst.X, inst.Z, inst.opt))
     t0 = time.perf_counter()
-    fro, nuc = _solve_pair(X, Z, opt, cfg.solver)
+    fro, nuc = _solve_pair(X, Z, opt, cfg.solver, _mask(inst, r))
     status, reason = seed_status(True, [fro, nuc])
     return {
         "seed": inst.seeds[r],

@@ -19,11 +19,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnsvm import metrics, svm
+from attnsvm import metrics
 from attnsvm.config import Parameterization, RegpathConfig, RunConfig
 from attnsvm.data import accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash
+from attnsvm.sequential import w_mm_masked
 from attnsvm.train import Params, frob, init_params, loss_and_grad_w
 
 
@@ -92,8 +93,9 @@ def run_job(cfg: RunConfig, progress=None):
         Ws, losses, smax = path(inst, make_head(cfg.head, inst), cfg)
         for r, seed in enumerate(inst.seeds):
             X, Z, opt = (t[r].cpu().numpy() for t in (inst.X, inst.Z, inst.opt))
-            fro, nuc = svm.w_mm(X, Z, opt, cfg.solver), None
-            nuc = svm.w_mm_nuc(X, Z, opt, cfg.solver) if fro.ok else fro
+            mask = None if inst.mask is None else inst.mask[r].cpu().numpy()
+            fro = w_mm_masked(X, Z, opt, mask, cfg.solver, "fro")
+            nuc = w_mm_masked(X, Z, opt, mask, cfg.solver, "nuc") if fro.ok else fro
             W = Ws[:, r].cpu().numpy()  # (P, d, d)
             cf, cn = metrics.corr(W, fro.W), metrics.corr(W, nuc.W)
             rows.append(
