@@ -114,7 +114,7 @@ class ParameterizationConfig:
     m: int | None = None  # hidden size of K, Q (default d)
     init: Init = Init.torch
     init_scale: float = 0.1  # std of the normal init; noise std of the cone init
-    cone_scale: float = 5.0  # cone init: ||W(0)|| before noise (c of c * W^mm_alpha)
+    cone_scale: float = 100.0  # cone init: ||W(0)|| before noise (c of c * W^mm_alpha)
     penalty: float = 2.220446049250313e-16  # lambda of lambda(|K|^2 + |Q|^2); float64 eps
 
     def __post_init__(self) -> None:

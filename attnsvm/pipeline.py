@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics, svm
-from attnsvm.config import Experiment, Parameterization, RunConfig
+from attnsvm.config import Experiment, Init, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
@@ -173,11 +173,18 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
     if not cfg.train:
         return [analyse_svm_only(cfg, inst, r) for r in range(len(seeds))], []
     t0 = time.perf_counter()
-    traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer)
+    params, cone_info = None, None
+    if cfg.parameterization.init is Init.cone:  # start near a local, non-global SVM direction
+        from attnsvm.cone import cone_params
+
+        params, cone_info = cone_params(cfg, inst)
+    traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params)
     train_seconds = (time.perf_counter() - t0) / len(seeds)
     rows, trajs = [], []
     for r in range(len(seeds)):
         row, tr = analyse_seed(cfg, inst, traj, r)
+        if cone_info is not None:
+            row.update(cone_info[r], cone_converged=row["selected"] == cone_info[r]["cone_alpha"])
         row["train_seconds"] = train_seconds
         row["seconds"] = train_seconds + row["svm_seconds"]
         rows.append(row)
