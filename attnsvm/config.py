@@ -203,6 +203,7 @@ class RegpathConfig:
     points: int = 12  # geometric grid of R
     steps: int = 500  # projected GD steps per R (warm-started from the previous R)
     lr: float = 0.1  # normalized step, relative to R
+    svm_start_noise: float = 0.1  # second start: SVM direction + this relative Gaussian noise
 
     def __post_init__(self) -> None:
         _require(
@@ -214,6 +215,12 @@ class RegpathConfig:
         _require(self.points >= 2, "regpath.points", "integers >= 2", self.points)
         _require(self.steps >= 1, "regpath.steps", "integers >= 1", self.steps)
         _require(self.lr > 0, "regpath.lr", "floats > 0", self.lr)
+        _require(
+            self.svm_start_noise >= 0,
+            "regpath.svm_start_noise",
+            "floats >= 0",
+            self.svm_start_noise,
+        )
 
 
 @dataclass

@@ -4,8 +4,8 @@
     (K̄, Q̄)_R = argmin L(K Q^T)  s.t. ||K||_F^2 + ||Q||_F^2 <= 2R   ((K,Q)-parameterization)
 
 solved by projected normalized GD with a decaying step (lr * radius / sqrt(k + 1)), warm-started
-from the previous R; a second start at each R along the SVM direction is also solved and the
-lower loss at each R is kept, since a single local solver can follow a locally optimal path.
+from the previous R; a second start at each R near the SVM direction (perturbed) is also solved
+and the lower loss at each R is kept, since a single local solver can follow a locally optimal path.
 Theory: W̄_R / R -> W^mm / ||W^mm|| and K̄Q̄^T -> the direction of W^mm_*
 as R grows, so corr(W̄_R, W^mm) and corr(K̄Q̄^T, W^mm_*) -> 1.
 
@@ -47,22 +47,48 @@ def _project(p: Params, R: float) -> Params:
 
 
 def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_and_grad_w):
-    """Projected normalized GD at radius R from ``p`` (already feasible); returns (p, loss, s)."""
+    """Projected normalized GD at radius R from ``p`` (already feasible); returns the iterate of
+    lowest loss per seed (the method is not monotone), its loss and its softmax."""
     radius = R if p.W is not None else (2 * R) ** 0.5
-    for k in range(cfg.steps):
+    best, best_loss, best_s = p, None, None
+    for k in range(cfg.steps + 1):
         W = p.attention_matrix()
         loss, s, gW = loss_fn(W, inst, head)
+        if best_loss is None:
+            best, best_loss, best_s = p, loss, s
+        else:
+            better = loss < best_loss  # (R_seeds,)
+            best = Params(**{k_: _where(better, getattr(p, k_), getattr(best, k_)) for k_ in "WKQ"})
+            best_loss = torch.where(better, loss, best_loss)
+            best_s = torch.where(better[:, None, None], s, best_s)
+        if k == cfg.steps:
+            break
         eta = cfg.lr * radius / (k + 1) ** 0.5
         if p.W is not None:
-            g = gW
-            gn = frob(g).clamp_min(1e-300)[:, None, None]
-            p = _project(Params(W=p.W - eta * g / gn), R)
+            gn = frob(gW).clamp_min(1e-300)[:, None, None]
+            p = _project(Params(W=p.W - eta * gW / gn), R)
         else:
             gK, gQ = torch.matmul(gW, p.Q), torch.matmul(gW.transpose(-1, -2), p.K)
             gn = torch.sqrt(frob(gK) ** 2 + frob(gQ) ** 2).clamp_min(1e-300)[:, None, None]
             p = _project(Params(K=p.K - eta * gK / gn, Q=p.Q - eta * gQ / gn), R)
-    loss, s, _ = loss_fn(p.attention_matrix(), inst, head)
-    return p, loss, s
+    return best, best_loss, best_s
+
+
+def _where(cond: torch.Tensor, a, b):
+    return None if a is None else torch.where(cond[:, None, None], a, b)
+
+
+def choose_chain(loss_svm: torch.Tensor, loss_init: torch.Tensor, rtol: float = 1e-13):
+    """(P, R_seeds) True where the SVM-started chain is kept: strictly lower loss; at a tie
+    within rounding (both saturated) the choice of the previous R stands."""
+    tol = rtol * loss_init.abs()
+    use = torch.zeros_like(loss_svm, dtype=torch.bool)
+    prev = torch.zeros_like(loss_svm[0], dtype=torch.bool)
+    for j in range(loss_svm.shape[0]):
+        lower, higher = loss_svm[j] < loss_init[j] - tol[j], loss_svm[j] > loss_init[j] + tol[j]
+        prev = lower | (prev & ~higher)
+        use[j] = prev
+    return use
 
 
 def path(inst, head, cfg: RunConfig, start=None, loss_fn=loss_and_grad_w):
@@ -83,13 +109,16 @@ def path(inst, head, cfg: RunConfig, start=None, loss_fn=loss_and_grad_w):
     return torch.stack(Ws), torch.stack(losses), torch.stack(smax), s.argmax(-1)
 
 
-def _svm_start(svms: list, kq: bool, like: torch.Tensor, r0: float) -> Params:
-    """Radius r0 along W^mm (W), or balanced factors K = U sqrt(S), Q = V sqrt(S) of r0 times
-    the direction of W^mm_* (K,Q); a seed without an SVM starts along the identity."""
+def _svm_start(svms: list, kq: bool, like: torch.Tensor, noise: float, seeds: list[int], r0: float):
+    """Radius r0 along W^mm (W) or W^mm_* ((K,Q): balanced factors K = U sqrt(S), Q = V sqrt(S)),
+    perturbed by a Gaussian direction of relative size ``noise`` so that GD, not the start,
+    decides the direction; a seed without an SVM starts along the identity."""
     d = like.shape[-1]
     mats = []
-    for sol in svms:
+    for sol, seed in zip(svms, seeds, strict=True):
         W = sol.W if sol.ok else np.eye(d)
+        G = torch.randn(d, d, generator=torch.Generator().manual_seed(seed + 1)).double().numpy()
+        W = W / np.linalg.norm(W) + noise * G / np.linalg.norm(G)
         mats.append(W / np.linalg.norm(W))
     W = torch.as_tensor(np.stack(mats), dtype=like.dtype, device=like.device)
     if not kq:
@@ -105,9 +134,9 @@ def run_job(cfg: RunConfig, progress=None):
     The constrained problem is non-convex, and projected GD from one start can settle on a
     local solution (one selecting locally optimal tokens). Two chains are run: ``init``,
     warm-started along the grid from the configured init, and ``svm``, started at each R from R
-    times the SVM direction; at each R the lower loss is kept as W̄_R
-    (``best_chain``). The ``*_init`` columns are the first chain alone, so a user sees what a
-    single local solver gives.
+    times a perturbed SVM direction (``regpath.svm_start_noise``); at each R the lower loss is
+    kept as W̄_R (``best_chain``). The ``*_init`` columns are the first chain alone, so a user
+    sees what a single local solver gives.
     """
     from attnsvm.pipeline import JobResult, config_columns
 
@@ -132,11 +161,12 @@ def run_job(cfg: RunConfig, progress=None):
         head = make_head(cfg.head, inst)
         chains = {"init": path(inst, head, cfg)}
         sols = [nu if kq else fr for fr, nu in svms]
-        start = functools.partial(_svm_start, sols, kq, inst.X)
+        noise = cfg.regpath.svm_start_noise
+        start = functools.partial(_svm_start, sols, kq, inst.X, noise, inst.seeds)
         chains["svm"] = path(inst, head, cfg, start)
-        use_svm = chains["svm"][1] < chains["init"][1]  # (P, R_seeds) lower loss wins
+        use_svm = choose_chain(chains["svm"][1], chains["init"][1])  # (P, R_seeds)
         Ws = torch.where(use_svm[..., None, None], chains["svm"][0], chains["init"][0])
-        losses = torch.minimum(chains["svm"][1], chains["init"][1])
+        losses = torch.where(use_svm, chains["svm"][1], chains["init"][1])
         smax = torch.where(use_svm, chains["svm"][2], chains["init"][2])
         sel = torch.where(use_svm[-1][:, None], chains["svm"][3], chains["init"][3])
         for r, seed in enumerate(inst.seeds):
