@@ -48,7 +48,8 @@ def _project(p: Params, R: float) -> Params:
 
 def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_and_grad_w):
     """Projected normalized GD at radius R from ``p`` (already feasible); returns the iterate of
-    lowest loss per seed (the method is not monotone), its loss and its softmax."""
+    lowest loss per seed (the method is not monotone; among iterates equal to rounding, which
+    happens once the softmax saturates, the latest), its loss and its softmax."""
     radius = R if p.W is not None else (2 * R) ** 0.5
     best, best_loss, best_s = p, None, None
     for k in range(cfg.steps + 1):
@@ -57,7 +58,7 @@ def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_a
         if best_loss is None:
             best, best_loss, best_s = p, loss, s
         else:
-            better = loss < best_loss  # (R_seeds,)
+            better = loss <= best_loss + 1e-13 * best_loss.abs()  # ties: the later iterate
             best = Params(**{k_: _where(better, getattr(p, k_), getattr(best, k_)) for k_ in "WKQ"})
             best_loss = torch.where(better, loss, best_loss)
             best_s = torch.where(better[:, None, None], s, best_s)

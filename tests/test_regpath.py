@@ -20,7 +20,7 @@ def test_regpath_direction_approaches_the_svm(kind, column):
         dataset=DatasetConfig(n=2, T=3, d=4),
         parameterization=ParameterizationConfig(kind=Parameterization(kind)),
         experiment=Experiment.regpath,
-        regpath=RegpathConfig(r_min=1.0, r_max=100.0, points=4, steps=200),
+        regpath=RegpathConfig(r_min=1.0, r_max=300.0, points=5, steps=300),
         seeds=2,
     )
     res = run_job(cfg)
