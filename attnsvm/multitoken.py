@@ -151,7 +151,7 @@ def analyse_seed(cfg: RunConfig, X, Z, s, Ws, seed: int):
         w_norm=float(np.linalg.norm(W_last)),
         **{k: float(v[-1]) for k, v in curves.items()},
         **{f"one_minus_{k}": 1 - float(v[-1]) for k, v in curves.items()},
-        selected=";".join(",".join(map(str, np.nonzero(o)[0])) for o in O),
+        selected_sets=";".join(",".join(map(str, np.nonzero(o)[0])) for o in O),
         svm_seconds=time.perf_counter() - t0,
     )
     return row, {"seed": seed, **curves}
