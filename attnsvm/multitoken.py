@@ -14,7 +14,8 @@ s (n, T) the selected set is O_i = {t : s_it >= threshold}, the masked set its c
 
 The published acceptance filters are kept as per-seed flags (``band_ok``: no softmax entry in
 (zero_threshold, threshold]; ``has_zero``: some entry <= zero_threshold; ``svm_ok``: all three
-SVMs solved), and ``status`` is ``ok`` exactly when a seed passes all of them.
+SVMs solved), and ``status`` is ``ok`` exactly when a seed passes all of them. With
+``parameterization=kq`` the three SVMs use the nuclear norm (cvxpy), as the published notebook.
 
     python -m attnsvm.run experiment=multitoken dataset=relu head=relu dataset.d=6 \\
         optimizer.steps=2001 optimizer.checkpoint_every=100 multitoken.target_accepted=500 seed=1
@@ -23,14 +24,16 @@ SVMs solved), and ``status`` is ``ok`` exactly when a seed passes all of them.
 from __future__ import annotations
 
 import time
+import warnings
 
+import cvxpy as cp
 import numpy as np
 import pandas as pd
 import torch
 from scipy.optimize import nnls
 
 from attnsvm import metrics, svm
-from attnsvm.config import RunConfig
+from attnsvm.config import Parameterization, RunConfig, SolverConfig
 from attnsvm.data import accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash
@@ -98,6 +101,42 @@ def w_dir(X: np.ndarray, Z: np.ndarray, O: np.ndarray, feas_tol: float = 1e-6):
     return w.reshape(d, d)
 
 
+def w_fin_dir_nuc(X, Z, s, O, cfg: SolverConfig):
+    """Nuclear-norm W^fin and W^dir (the bias of (K,Q) training), as cvxpy models in vec(W)."""
+    d = X.shape[-1]
+    (a, b), (p, q) = _pairs(O)
+    out = []
+    for kind in ("fin", "dir"):
+        W = cp.Variable((d, d))
+        w = cp.vec(W, order="C")
+        cons = []
+        if len(a):
+            if kind == "fin":
+                rhs = np.log(s[b[:, 0], b[:, 1]]) - np.log(s[a[:, 0], a[:, 1]])
+                cons.append(_pair_rows(X, Z, b, a) @ w == rhs)
+            else:
+                cons.append(_pair_rows(X, Z, a, b) @ w == 0)
+        if kind == "dir":
+            if len(p) == 0:
+                out.append(None)
+                continue
+            cons.append(_pair_rows(X, Z, p, q) @ w >= 1)
+        if not cons:
+            out.append(np.zeros((d, d)))
+            continue
+        prob = cp.Problem(cp.Minimize(cp.normNuc(W)), cons)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                prob.solve(solver=cfg.backend.value, **svm._solver_kwargs(cfg))
+        except cp.error.SolverError:
+            out.append(None)
+            continue
+        ok = prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and W.value is not None
+        out.append(W.value if ok else None)
+    return out[0], out[1]
+
+
 def fit_R(W: np.ndarray, W_fin: np.ndarray, W_dir: np.ndarray) -> float:
     """argmin_R ||W_fin + R W_dir - W||_F."""
     return float(np.sum((W - W_fin) * W_dir) / np.sum(W_dir * W_dir))
@@ -125,8 +164,13 @@ def analyse_seed(cfg: RunConfig, X, Z, s, Ws, seed: int):
     row = {"seed": seed, **flags}
     if not finite:
         return {**row, "status": "diverged", "reason": "non-finite parameters"}, None
-    Wf, Wd = w_fin(X, Z, s, O), w_dir(X, Z, O, cfg.solver.feas_tol)
-    single = svm.w_mm(X, Z, s.argmax(-1), cfg.solver)
+    if cfg.parameterization.kind is Parameterization.kq:  # nuclear norm, as published
+        Wf, Wd = w_fin_dir_nuc(X, Z, s, O, cfg.solver)
+        Wf = np.zeros_like(Ws[-1]) if Wf is None else Wf
+        single = svm.w_mm_nuc(X, Z, s.argmax(-1), cfg.solver)
+    else:
+        Wf, Wd = w_fin(X, Z, s, O), w_dir(X, Z, O, cfg.solver.feas_tol)
+        single = svm.w_mm(X, Z, s.argmax(-1), cfg.solver)
     W_last = Ws[-1]
     curves = {"corr_dir": metrics.corr(Ws, Wd), "corr_1token": metrics.corr(Ws, single.W)}
     R = fit_R(W_last, Wf, Wd) if Wd is not None else float("nan")
