@@ -30,6 +30,10 @@ from attnsvm.results import config_hash
 from attnsvm.sequential import w_mm_masked
 from attnsvm.train import Params, frob, init_params, loss_and_grad_w
 
+# below this gradient norm the float64 softmax tails are subnormal and the gradient's direction is
+# rounding noise: no step is taken (the path then stays where it is, ||W̄_R|| < R, see ``frozen``)
+UNDERFLOW = 1e-280
+
 
 def radii(cfg: RegpathConfig) -> np.ndarray:
     """The geometric grid r_min ... r_max with ``points`` values."""
@@ -66,12 +70,14 @@ def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_a
             break
         eta = cfg.lr * radius / (k + 1) ** 0.5
         if p.W is not None:
-            gn = frob(gW).clamp_min(1e-300)[:, None, None]
-            p = _project(Params(W=p.W - eta * gW / gn), R)
+            gn = frob(gW)[:, None, None]
+            step = torch.where(gn > UNDERFLOW, eta / gn.clamp_min(UNDERFLOW), 0.0)
+            p = _project(Params(W=p.W - step * gW), R)
         else:
             gK, gQ = torch.matmul(gW, p.Q), torch.matmul(gW.transpose(-1, -2), p.K)
-            gn = torch.sqrt(frob(gK) ** 2 + frob(gQ) ** 2).clamp_min(1e-300)[:, None, None]
-            p = _project(Params(K=p.K - eta * gK / gn, Q=p.Q - eta * gQ / gn), R)
+            gn = torch.sqrt(frob(gK) ** 2 + frob(gQ) ** 2)[:, None, None]
+            step = torch.where(gn > UNDERFLOW, eta / gn.clamp_min(UNDERFLOW), 0.0)
+            p = _project(Params(K=p.K - step * gK, Q=p.Q - step * gQ), R)
     return best, best_loss, best_s
 
 
@@ -97,17 +103,18 @@ def path(inst, head, cfg: RunConfig, start=None, loss_fn=loss_and_grad_w):
     (a function R -> Params), started afresh at each R from ``start(R)``.
 
     Returns W̄_R (P, R_seeds, d, d), losses (P, R_seeds), mean max softmax (P, R_seeds) and
-    the GD-selected tokens at the last R (R_seeds, n)."""
+    the selected tokens argmax_t s_it (P, R_seeds, n)."""
     d = inst.X.shape[-1]
     p = init_params(cfg.parameterization, inst.seeds, d, inst.X.dtype, inst.X.device)
-    Ws, losses, smax = [], [], []
+    Ws, losses, smax, sel = [], [], [], []
     for R in radii(cfg.regpath):
         p = p if start is None else start(float(R))
         p, loss, s = solve_at(_project(p, R), inst, head, float(R), cfg.regpath, loss_fn)
         Ws.append(p.attention_matrix().clone())
         losses.append(loss)
         smax.append(s.max(-1).values.flatten(1).mean(-1))
-    return torch.stack(Ws), torch.stack(losses), torch.stack(smax), s.argmax(-1)
+        sel.append(s.argmax(-1))
+    return torch.stack(Ws), torch.stack(losses), torch.stack(smax), torch.stack(sel)
 
 
 def _svm_start(svms: list, kq: bool, like: torch.Tensor, noise: float, seeds: list[int], r0: float):
@@ -169,31 +176,36 @@ def run_job(cfg: RunConfig, progress=None):
         Ws = torch.where(use_svm[..., None, None], chains["svm"][0], chains["init"][0])
         losses = torch.where(use_svm, chains["svm"][1], chains["init"][1])
         smax = torch.where(use_svm, chains["svm"][2], chains["init"][2])
-        sel = torch.where(use_svm[-1][:, None], chains["svm"][3], chains["init"][3])
+        sel = torch.where(use_svm[..., None], chains["svm"][3], chains["init"][3])
         for r, seed in enumerate(inst.seeds):
             (fro, nuc), opt = svms[r], inst.opt[r].cpu().numpy()
             W, W_init = Ws[:, r].cpu().numpy(), chains["init"][0][:, r].cpu().numpy()
             cf, cn = metrics.corr(W, fro.W), metrics.corr(W, nuc.W)
             cfi, cni = metrics.corr(W_init, fro.W), metrics.corr(W_init, nuc.W)
             main, main_init = (cn, cni) if kq else (cf, cfi)
+            norms = np.linalg.norm(W, axis=(-2, -1))
+            frozen = norms < grid * (1 - 1e-6)
+            e = int(np.nonzero(~frozen)[0][-1]) if (~frozen).any() else len(grid) - 1
+            sel_e = sel[e, r].cpu().numpy()
             rows.append(
                 {
                     "seed": seed,
                     "status": "ok" if fro.ok and nuc.ok else fro.status,
                     "reason": fro.reason,
                     "feasible": fro.ok,
-                    "corr_fro": float(cf[-1]),
-                    "corr_nuc": float(cn[-1]),
-                    "corr": float(main[-1]),
-                    "corr_init": float(main_init[-1]),
-                    "best_chain": "svm" if bool(use_svm[-1, r]) else "init",
-                    "loss_gap_init": float(chains["init"][1][-1, r] - losses[-1, r]),
-                    "selected_is_opt": bool(np.array_equal(sel[r].cpu().numpy(), opt)),
+                    "corr_fro": float(cf[e]),
+                    "corr_nuc": float(cn[e]),
+                    "corr": float(main[e]),
+                    "corr_init": float(main_init[e]),
+                    "best_chain": "svm" if bool(use_svm[e, r]) else "init",
+                    "loss_gap_init": float(chains["init"][1][e, r] - losses[e, r]),
+                    "selected_is_opt": bool(np.array_equal(sel_e, opt)),
                     "r_max": float(grid[-1]),
-                    "w_norm": float(np.linalg.norm(W[-1])),
-                    "loss": float(losses[-1, r]),
-                    "softmax_max": float(smax[-1, r]),
-                    "selected": ",".join(map(str, sel[r].cpu().numpy().reshape(-1))),
+                    "r_end": float(grid[e]),
+                    "w_norm": float(norms[e]),
+                    "loss": float(losses[e, r]),
+                    "softmax_max": float(smax[e, r]),
+                    "selected": ",".join(map(str, sel_e.reshape(-1))),
                     "opt": ",".join(map(str, opt.reshape(-1))),
                 }
             )
@@ -208,7 +220,8 @@ def run_job(cfg: RunConfig, progress=None):
                         "corr_fro_init": cfi,
                         "corr_nuc_init": cni,
                         "best_chain": np.where(use_svm[:, r].cpu().numpy(), "svm", "init"),
-                        "w_norm": np.linalg.norm(W, axis=(-2, -1)),
+                        "w_norm": norms,
+                        "frozen": frozen,
                         "loss": losses[:, r].cpu().numpy(),
                         "loss_init": chains["init"][1][:, r].cpu().numpy(),
                         "softmax_max": smax[:, r].cpu().numpy(),
@@ -235,7 +248,8 @@ def summary_text(runs: pd.DataFrame, seconds: float) -> str:
             f"attnsvm regpath: n={first.n} T={first['T']} d={first.d} {first.attention}, "
             f"parameterization={first.parameterization}, head={first['head']}, "
             f"R up to {first.r_max:g}, {len(runs)} seeds ({len(ok)} with a feasible SVM)",
-            f"  corr(W̄_R, {svm_name}) at the largest R: mean {ok['corr'].mean():.4f}, "
+            f"  largest R before the gradient underflows (r_end): median {ok.r_end.median():.4g}",
+            f"  corr(W̄_R, {svm_name}) at r_end: mean {ok['corr'].mean():.4f}, "
             f"min {ok['corr'].min():.4f}; the init chain alone: mean {ok.corr_init.mean():.4f}",
             f"  the path selects the optimal tokens in {int(ok.selected_is_opt.sum())}/{len(ok)}"
             f" seeds; the SVM-started chain had the lower loss in "
