@@ -1,5 +1,7 @@
 """Figure of the regpath experiment: corr(W̄_R, W^mm) (W) and corr(K̄Q̄^T, W^mm_*) ((K,Q)) vs R.
 
+Radii where a seed's gradient underflowed (``frozen``) are left out for that seed.
+
 python -m attnsvm.figures_regpath outputs/multirun/<stamp>   # regpath.png there
 """
 
@@ -25,7 +27,8 @@ def load(sweep_dir: Path) -> pd.DataFrame:
         if "R" in tr.columns:
             runs = pd.read_parquet(path.parent / RUNS)
             ok = runs.loc[runs.status == "ok", ["seed", "attention"]]
-            frames.append(tr.merge(ok, on="seed"))
+            tr = tr.merge(ok, on="seed")
+            frames.append(tr[~tr.frozen] if "frozen" in tr.columns else tr)
     if not frames:
         raise SystemExit(f"no regpath results under {sweep_dir}")
     return pd.concat(frames, ignore_index=True)
