@@ -53,19 +53,20 @@ def _project(p: Params, R: float) -> Params:
 def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_and_grad_w):
     """Projected normalized GD at radius R from ``p`` (already feasible); returns the iterate of
     lowest loss per seed (the method is not monotone; among iterates equal to rounding, which
-    happens once the softmax saturates, the latest), its loss and its softmax."""
+    happens once the softmax saturates, the latest), its loss, softmax and ||dL/dW||."""
     radius = R if p.W is not None else (2 * R) ** 0.5
-    best, best_loss, best_s = p, None, None
+    best, best_loss, best_s, best_g = p, None, None, None
     for k in range(cfg.steps + 1):
         W = p.attention_matrix()
         loss, s, gW = loss_fn(W, inst, head)
         if best_loss is None:
-            best, best_loss, best_s = p, loss, s
+            best, best_loss, best_s, best_g = p, loss, s, frob(gW)
         else:
             better = loss <= best_loss + 1e-13 * best_loss.abs()  # ties: the later iterate
             best = Params(**{k_: _where(better, getattr(p, k_), getattr(best, k_)) for k_ in "WKQ"})
             best_loss = torch.where(better, loss, best_loss)
             best_s = torch.where(better[:, None, None], s, best_s)
+            best_g = torch.where(better, frob(gW), best_g)
         if k == cfg.steps:
             break
         eta = cfg.lr * radius / (k + 1) ** 0.5
@@ -78,7 +79,7 @@ def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_a
             gn = torch.sqrt(frob(gK) ** 2 + frob(gQ) ** 2)[:, None, None]
             step = torch.where(gn > UNDERFLOW, eta / gn.clamp_min(UNDERFLOW), 0.0)
             p = _project(Params(K=p.K - step * gK, Q=p.Q - step * gQ), R)
-    return best, best_loss, best_s
+    return best, best_loss, best_s, best_g
 
 
 def _where(cond: torch.Tensor, a, b):
@@ -102,19 +103,29 @@ def path(inst, head, cfg: RunConfig, start=None, loss_fn=loss_and_grad_w):
     """A chain along the grid: warm-started from the configured init, or, with ``start``
     (a function R -> Params), started afresh at each R from ``start(R)``.
 
-    Returns W̄_R (P, R_seeds, d, d), losses (P, R_seeds), mean max softmax (P, R_seeds) and
-    the selected tokens argmax_t s_it (P, R_seeds, n)."""
+    Returns W̄_R (P, R_seeds, d, d), losses (P, R_seeds), mean max softmax (P, R_seeds), the
+    selected tokens argmax_t s_it (P, R_seeds, n) and the norm budget used (P, R_seeds)."""
     d = inst.X.shape[-1]
     p = init_params(cfg.parameterization, inst.seeds, d, inst.X.dtype, inst.X.device)
-    Ws, losses, smax, sel = [], [], [], []
+    Ws, losses, smax, sel, used = [], [], [], [], []
     for R in radii(cfg.regpath):
         p = p if start is None else start(float(R))
-        p, loss, s = solve_at(_project(p, R), inst, head, float(R), cfg.regpath, loss_fn)
+        p, loss, s, g = solve_at(_project(p, R), inst, head, float(R), cfg.regpath, loss_fn)
         Ws.append(p.attention_matrix().clone())
+        # frozen: stopped inside the ball, or a subnormal gradient (its direction is noise)
+        used.append(torch.where(g > UNDERFLOW, _budget_used(p, float(R)), 0.0))
         losses.append(loss)
         smax.append(s.max(-1).values.flatten(1).mean(-1))
         sel.append(s.argmax(-1))
-    return torch.stack(Ws), torch.stack(losses), torch.stack(smax), torch.stack(sel)
+    stacked = (Ws, losses, smax, sel, used)
+    return tuple(torch.stack(x) for x in stacked)
+
+
+def _budget_used(p: Params, R: float) -> torch.Tensor:
+    """||W|| / R, or (||K||^2 + ||Q||^2) / 2R: 1 on the constraint, < 1 inside (R_seeds,)."""
+    if p.W is not None:
+        return frob(p.W) / R
+    return (frob(p.K) ** 2 + frob(p.Q) ** 2) / (2 * R)
 
 
 def _svm_start(svms: list, kq: bool, like: torch.Tensor, noise: float, seeds: list[int], r0: float):
@@ -177,6 +188,7 @@ def run_job(cfg: RunConfig, progress=None):
         losses = torch.where(use_svm, chains["svm"][1], chains["init"][1])
         smax = torch.where(use_svm, chains["svm"][2], chains["init"][2])
         sel = torch.where(use_svm[..., None], chains["svm"][3], chains["init"][3])
+        used = torch.where(use_svm, chains["svm"][4], chains["init"][4])
         for r, seed in enumerate(inst.seeds):
             (fro, nuc), opt = svms[r], inst.opt[r].cpu().numpy()
             W, W_init = Ws[:, r].cpu().numpy(), chains["init"][0][:, r].cpu().numpy()
@@ -184,7 +196,7 @@ def run_job(cfg: RunConfig, progress=None):
             cfi, cni = metrics.corr(W_init, fro.W), metrics.corr(W_init, nuc.W)
             main, main_init = (cn, cni) if kq else (cf, cfi)
             norms = np.linalg.norm(W, axis=(-2, -1))
-            frozen = norms < grid * (1 - 1e-6)
+            frozen = used[:, r].cpu().numpy() < 1 - 1e-6
             e = int(np.nonzero(~frozen)[0][-1]) if (~frozen).any() else len(grid) - 1
             sel_e = sel[e, r].cpu().numpy()
             rows.append(
