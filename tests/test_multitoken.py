@@ -80,3 +80,22 @@ def test_svmeq_beats_w_dir_where_two_tokens_stay_selected():
     assert steps == [0, 500, 1000, 1500]
     ok_seeds = set(res.runs.seed[res.runs.status == "ok"])
     assert ok_seeds <= set(res.trajectory.seed) <= set(res.runs.seed)
+
+
+def test_target_accepted_rows_do_not_depend_on_the_batch_size():
+    def job(batch_size):
+        cfg = RunConfig(
+            dataset=DatasetConfig(generator=Generator.relu, n=3, T=4, d=4),
+            head=HeadConfig(kind=Head.relu),
+            optimizer=OptimizerConfig(steps=800, checkpoint_every=400),
+            experiment=Experiment.multitoken,
+            multitoken=MultitokenConfig(target_accepted=3),
+            seed=1,
+            batch_size=batch_size,
+        )
+        return run_job(cfg).runs.set_index("seed")
+
+    a, b = job(5), job(32)
+    assert list(a.index) == list(b.index) and (a.status == "ok").sum() == 3
+    ok = a.status == "ok"
+    np.testing.assert_allclose(a.corr_svmeq[ok], b.corr_svmeq[ok], rtol=1e-12)  # to rounding
