@@ -56,12 +56,13 @@ def find_local_alpha(X, Z, gamma, opt, cfg, seed: int, mask=None):
 def cone_params(cfg: RunConfig, inst: Instances) -> tuple[Params, list[dict]]:
     """Per-seed starts c W^mm_alpha / ||.|| + init_scale N(0, 1), and what was found."""
     pcfg, scfg = cfg.parameterization, cfg.solver
-    kq = pcfg.kind is Parameterization.kq
+    kq = pcfg.kind == Parameterization.kq
     d = inst.X.shape[-1]
     m = pcfg.m or d
     starts, info = [], []
     for r, seed in enumerate(inst.seeds):
-        X, Z, gamma, opt = (t[r].cpu().numpy() for t in (inst.X, inst.Z, inst.gamma, inst.opt))
+        X, Z, gamma = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z, inst.gamma))
+        opt = inst.opt[r].cpu().numpy()
         mask = None if inst.mask is None else inst.mask[r].cpu().numpy()
         alpha, sol = find_local_alpha(X, Z, gamma, opt, scfg, seed, mask)
         found = alpha is not None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnsvm.batchops import dot_last, sum_last
 from attnsvm.config import Attention, DatasetConfig, Generator
 
 
@@ -64,7 +65,7 @@ def published_instance(
 
 def queries(X: torch.Tensor, Z: torch.Tensor, attention: Attention, query_index: int):
     """z_i: its own vector (cross-attention) or the token x_{i, query_index} (self-attention)."""
-    if attention is Attention.self:
+    if attention == Attention.self:
         return X[..., query_index, :].clone()
     return Z
 
@@ -133,7 +134,7 @@ def accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
     The ReLU-head generator skips instances whose labels are all +1 (the published notebook
     draws further seeds until enough are accepted); every other generator accepts every seed.
     """
-    if cfg.generator is not Generator.relu:
+    if cfg.generator != Generator.relu:
         return list(range(first, first + count))
     seeds, seed = [], first
     while len(seeds) < count:
@@ -156,7 +157,7 @@ def make_instances(
         )
     X, Y, Z, v, *V = (t.to(dtype) for t in GENERATORS[cfg.generator](cfg, seeds))
     mask = None
-    if cfg.attention is Attention.sequential:  # every token a query: (i, k) rows, n -> n T
+    if cfg.attention == Attention.sequential:  # every token a query: (i, k) rows, n -> n T
         from attnsvm.sequential import flatten_queries
 
         X, Z, Y, mask = flatten_queries(X, Y, cfg.causal)
@@ -173,10 +174,11 @@ def finish_instances(seeds, X, Y, Z, v, device, V=None, mask=None) -> Instances:
     """
     X, Y, Z, v = (t.to(device) for t in (X, Y, Z, v))
     if V is None:
-        gamma = Y[..., None] * torch.einsum("rntd,rd->rnt", X, v)  # (R, n, T)
+        gamma = Y[..., None] * dot_last(X, v[:, None, None, :])  # (R, n, T)
     else:
         V = V.to(device)
-        gamma = Y[..., None] * torch.relu(torch.matmul(X, V.unsqueeze(1))).sum(-1)  # (R, n, T)
+        relu = torch.relu(torch.matmul(X, V.unsqueeze(1)))  # (R, n, T, d) ReLU(V^T x_it)
+        gamma = Y[..., None] * sum_last(relu)  # (R, n, T)
     if mask is not None:
         mask = mask.to(device)
         gamma = gamma.masked_fill(~mask, float("-inf"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from attnsvm.batchops import dot_last, sum_last
 from attnsvm.config import Head, HeadConfig
 from attnsvm.data import Instances
 
@@ -19,11 +20,11 @@ class LinearHead:
     """f_i = v^T X_i^T s_i with the instance's fixed unit vector v (PAPER.md §1)."""
 
     def __init__(self, inst: Instances):
-        self.h = torch.einsum("rntd,rd->rnt", inst.X, inst.v)  # (R, n, T) h_it = v^T x_it
+        self.h = dot_last(inst.X, inst.v[:, None, None, :])  # (R, n, T) h_it = v^T x_it
         self.h_diff = self.h[..., :, None] - self.h[..., None, :]  # (R, n, T, T) h_it - h_iu
 
     def output(self, s: torch.Tensor) -> torch.Tensor:
-        return (s * self.h).sum(-1)  # (R, n)
+        return dot_last(s, self.h)  # (R, n)
 
     def centred_values(self, s: torch.Tensor) -> torch.Tensor:
         return torch.matmul(self.h_diff, s.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
@@ -42,7 +43,7 @@ class ReLUHead:
 
     def output(self, s: torch.Tensor) -> torch.Tensor:
         pbar = torch.matmul(s.unsqueeze(-2), self.P).squeeze(-2)  # (R, n, d) V^T xbar_i
-        return torch.relu(pbar).sum(-1)  # (R, n)
+        return sum_last(torch.relu(pbar))  # (R, n)
 
     def centred_values(self, s: torch.Tensor) -> torch.Tensor:
         pbar = torch.matmul(s.unsqueeze(-2), self.P).squeeze(-2)  # (R, n, d)
@@ -60,14 +61,14 @@ class LambdaHead:
     def __init__(self, inst: Instances, lam: float):
         self.lam = lam
         self.X = inst.X
-        self.h = torch.einsum("rntd,rd->rnt", inst.X, inst.v)  # (R, n, T)
+        self.h = dot_last(inst.X, inst.v[:, None, None, :])  # (R, n, T) h_it = v^T x_it
 
     def _xbar(self, s: torch.Tensor) -> torch.Tensor:
         return torch.matmul(s.unsqueeze(-2), self.X).squeeze(-2)  # (R, n, d)
 
     def output(self, s: torch.Tensor) -> torch.Tensor:
         xbar = self._xbar(s)
-        return (s * self.h).sum(-1) - self.lam * (xbar * xbar).sum(-1)  # (R, n)
+        return dot_last(s, self.h) - self.lam * dot_last(xbar, xbar)  # (R, n)
 
     def centred_values(self, s: torch.Tensor) -> torch.Tensor:
         q = torch.matmul(self.X, self._xbar(s).unsqueeze(-1)).squeeze(-1)  # (R, n, T) xbar^T x_t
@@ -82,10 +83,10 @@ def _centred(e: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
 
 def make_head(cfg: HeadConfig, inst: Instances):
     """The configured head for a batch of instances."""
-    if cfg.kind is Head.linear:
+    if cfg.kind == Head.linear:
         return LinearHead(inst)
-    if cfg.kind is Head.relu:
+    if cfg.kind == Head.relu:
         return ReLUHead(inst)
-    if cfg.kind is Head["lambda"]:
+    if cfg.kind == Head["lambda"]:
         return LambdaHead(inst, cfg.lam)
     raise NotImplementedError(f"head.kind={cfg.kind.value!r} has no implementation")

@@ -164,7 +164,7 @@ def analyse_seed(cfg: RunConfig, X, Z, s, Ws, seed: int):
     row = {"seed": seed, **flags}
     if not finite:
         return {**row, "status": "diverged", "reason": "non-finite parameters"}, None
-    if cfg.parameterization.kind is Parameterization.kq:  # nuclear norm, as published
+    if cfg.parameterization.kind == Parameterization.kq:  # nuclear norm, as published
         Wf, Wd = w_fin_dir_nuc(X, Z, s, O, cfg.solver)
         Wf = np.zeros_like(Ws[-1]) if Wf is None else Wf
         single = svm.w_mm_nuc(X, Z, s.argmax(-1), cfg.solver)
@@ -213,9 +213,9 @@ def run_batch(cfg: RunConfig, seeds: list[int], analyse_all: bool):
     t0 = time.perf_counter()
     inst, traj = _train_batch(cfg, seeds)
     train_seconds = (time.perf_counter() - t0) / len(seeds)
-    S = traj.final_softmax.cpu().numpy()  # (R, n, T)
-    Ws = traj.W.cpu().numpy()  # (C, R, d, d)
-    X, Z = inst.X.cpu().numpy(), inst.Z.cpu().numpy()
+    S = traj.final_softmax.cpu().double().numpy()  # (R, n, T); SVMs always in float64
+    Ws = traj.W.cpu().double().numpy()  # (C, R, d, d)
+    X, Z = inst.X.cpu().double().numpy(), inst.Z.cpu().double().numpy()
     rows, curves = [], []
     for r, seed in enumerate(inst.seeds):
         flags = acceptance_flags(S[r], cfg.multitoken.threshold, cfg.multitoken.zero_threshold)

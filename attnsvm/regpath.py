@@ -164,7 +164,7 @@ def run_job(cfg: RunConfig, progress=None):
     dtype = getattr(torch, cfg.dtype.value)
     seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)
     grid = radii(cfg.regpath)
-    kq = cfg.parameterization.kind is Parameterization.kq
+    kq = cfg.parameterization.kind == Parameterization.kq
     rows, trajs = [], []
     for start in range(0, len(seeds), cfg.batch_size):
         inst = make_instances(
@@ -172,7 +172,8 @@ def run_job(cfg: RunConfig, progress=None):
         )
         svms = []
         for r in range(inst.R):
-            X, Z, opt = (t[r].cpu().numpy() for t in (inst.X, inst.Z, inst.opt))
+            X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
+            opt = inst.opt[r].cpu().numpy()
             mask = None if inst.mask is None else inst.mask[r].cpu().numpy()
             fro = w_mm_masked(X, Z, opt, mask, cfg.solver, "fro")
             nuc = w_mm_masked(X, Z, opt, mask, cfg.solver, "nuc") if fro.ok else fro
@@ -191,7 +192,8 @@ def run_job(cfg: RunConfig, progress=None):
         used = torch.where(use_svm, chains["svm"][4], chains["init"][4])
         for r, seed in enumerate(inst.seeds):
             (fro, nuc), opt = svms[r], inst.opt[r].cpu().numpy()
-            W, W_init = Ws[:, r].cpu().numpy(), chains["init"][0][:, r].cpu().numpy()
+            W = Ws[:, r].cpu().double().numpy()
+            W_init = chains["init"][0][:, r].cpu().double().numpy()
             cf, cn = metrics.corr(W, fro.W), metrics.corr(W, nuc.W)
             cfi, cni = metrics.corr(W_init, fro.W), metrics.corr(W_init, nuc.W)
             main, main_init = (cn, cni) if kq else (cf, cfi)
