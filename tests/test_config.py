@@ -12,11 +12,11 @@ from conftest import CONF_DIR
 
 register_configs()
 GROUP_OPTIONS = {
-    "dataset": ["random", "paths"],
+    "dataset": ["random", "relu", "orthonormal", "paths"],
     "parameterization": ["w", "kq"],
     "optimizer": ["ngd", "gd"],
     "solver": ["clarabel", "scs"],
-    "head": ["linear"],
+    "head": ["linear", "relu", "lambda"],
     "metrics": ["default"],
 }
 
