@@ -2,6 +2,9 @@
 
     python -m attnsvm.aggregate outputs/sweeps/local     # calls draw_all
 
+Sweeps of other experiments (multitoken, regpath) get tables here and figures from their own
+modules (attnsvm.figures_multitoken, attnsvm.figures_regpath).
+
 * ``rank``: SVMs only (train=false) over several d: rank of W^mm (solid) and W^mm_* (dashed)
   vs d over feasible instances, one line per (n, T); the feasibility rate beside it;
 * ``curves``: a few trained config points: softmax saturation, corr and 1 - corr vs iteration
@@ -52,12 +55,13 @@ def draw_all(sweep, summary: pd.DataFrame, out: Path) -> list[Path]:
     if "paths" in sweep.extra and not sweep.extra["paths"].empty:
         written += paths_figures(sweep.extra["paths"], sweep.extra.get("tokens"), out)
     elif not _trained(runs):
-        if several_d:
+        if several_d and "rank_fro_mean" in summary:
             written += _save(rank_figure(summary, sweep.keys), out, "rank")
     else:
         if several_d:
             written += _save(convergence_figure(summary, sweep.keys), out, "convergence")
-        if summary.config_hash.nunique() <= MAX_CURVE_POINTS and not sweep.trajectory.empty:
+        curves = {"softmax_max", "corr_fro", "corr_nuc"} <= set(sweep.trajectory.columns)
+        if summary.config_hash.nunique() <= MAX_CURVE_POINTS and curves:
             written += _save(curves_figure(sweep.trajectory, sweep.swept), out, "curves")
     return written
 
