@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics, svm
-from attnsvm.config import Parameterization, RunConfig
+from attnsvm.config import NucMethod, Parameterization, RunConfig
 from attnsvm.data import Instances, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
@@ -58,6 +58,24 @@ def _solve_pair(X, Z, alpha, scfg):
     return fro, svm.w_mm_nuc(X, Z, alpha, scfg)
 
 
+def solve_pairs(cfg: RunConfig, inst: Instances, alphas: dict[int, np.ndarray]) -> dict:
+    """``_solve_pair`` for every seed position r in ``alphas`` (r -> alpha (n,)), with the
+    nuclear SVMs of all feasible seeds solved in one batched call (solver.nuclear=ipm)."""
+    scfg = cfg.solver
+    if scfg.nuclear is not NucMethod.ipm:
+        return {
+            r: _solve_pair(inst.X[r].cpu().numpy(), inst.Z[r].cpu().numpy(), a, scfg)
+            for r, a in alphas.items()
+        }
+    probs = {r: (inst.X[r].cpu().numpy(), inst.Z[r].cpu().numpy(), a) for r, a in alphas.items()}
+    fros = {r: svm.w_mm(*pr, scfg) for r, pr in probs.items()}
+    ok = [r for r in probs if fros[r].status != svm.INFEASIBLE]
+    solved = svm.w_mm_nuc_batch([probs[r] for r in ok], scfg, feasible=[True] * len(ok))
+    nucs = dict(zip(ok, solved, strict=True))
+    skipped = svm.SVMSolution("nuc", svm.INFEASIBLE, reason="Frobenius SVM infeasible")
+    return {r: (fros[r], nucs.get(r, skipped)) for r in probs}
+
+
 def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, str]:
     """Worst-first: diverged, solver_error, infeasible (alpha = opt), inaccurate, ok."""
     if not finite:
@@ -69,19 +87,22 @@ def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, st
     return "ok", ""
 
 
-def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
-    """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``."""
+def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, pairs=None):
+    """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``.
+
+    ``pairs`` = (opt pair, selected pair or None), solved in advance (``solve_pairs``)."""
     scfg, mcfg = cfg.solver, cfg.metrics
     X, Z = inst.X[r].cpu().numpy(), inst.Z[r].cpu().numpy()
     gamma, opt = inst.gamma[r].cpu().numpy(), inst.opt[r].cpu().numpy()
     Ws = traj.W[:, r].cpu().numpy()  # (C, d, d)
     finite = bool(np.isfinite(Ws).all() and torch.isfinite(traj.loss[:, r]).all())
     sel = traj.selected[-1, r].cpu().numpy()
-    t0 = time.perf_counter()
-    fro_opt, nuc_opt = _solve_pair(X, Z, opt, scfg)
     same = bool(np.array_equal(sel, opt))
-    fro_sel, nuc_sel = (fro_opt, nuc_opt) if same else _solve_pair(X, Z, sel, scfg)
-    svm_seconds = time.perf_counter() - t0
+    if pairs is None:
+        pairs = (_solve_pair(X, Z, opt, scfg), None if same else _solve_pair(X, Z, sel, scfg))
+    fro_opt, nuc_opt = pairs[0]
+    fro_sel, nuc_sel = pairs[0] if same else pairs[1]
+    svm_seconds = sum(s.seconds for s in {id(s): s for p in pairs if p for s in p}.values())
 
     curves = {
         "corr_fro": metrics.corr(Ws, fro_sel.W),
@@ -136,11 +157,10 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
     return row, pd.DataFrame(trajectory)
 
 
-def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
+def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int, pair=None) -> dict:
     """Without training: the SVMs at alpha = opt, their feasibility and ranks."""
     X, Z, opt = (t[r].cpu().numpy() for t in (inst.X, inst.Z, inst.opt))
-    t0 = time.perf_counter()
-    fro, nuc = _solve_pair(X, Z, opt, cfg.solver)
+    fro, nuc = pair or _solve_pair(X, Z, opt, cfg.solver)
     status, reason = seed_status(True, [fro, nuc])
     return {
         "seed": inst.seeds[r],
@@ -154,8 +174,8 @@ def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
         "norm_fro": float(np.linalg.norm(fro.W)) if fro.ok else None,
         "norm_nuc": float(np.linalg.norm(nuc.W, "nuc")) if nuc.ok else None,
         "opt": ",".join(map(str, opt)),
-        "svm_seconds": time.perf_counter() - t0,
-        "seconds": time.perf_counter() - t0,
+        "svm_seconds": fro.seconds + nuc.seconds,
+        "seconds": fro.seconds + nuc.seconds,
     }
 
 
@@ -163,14 +183,21 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
     """Train and analyse one batch of seeds; returns (rows, trajectory frames)."""
     dtype = getattr(torch, cfg.dtype.value)
     inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
+    opt = inst.opt.cpu().numpy()
     if not cfg.train:
-        return [analyse_svm_only(cfg, inst, r) for r in range(len(seeds))], []
+        pairs = solve_pairs(cfg, inst, dict(enumerate(opt)))
+        return [analyse_svm_only(cfg, inst, r, pairs[r]) for r in range(len(seeds))], []
     t0 = time.perf_counter()
     traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer)
     train_seconds = (time.perf_counter() - t0) / len(seeds)
+    sel = traj.selected[-1].cpu().numpy()
+    at_opt = solve_pairs(cfg, inst, dict(enumerate(opt)))
+    at_sel = solve_pairs(
+        cfg, inst, {r: sel[r] for r in range(len(seeds)) if not np.array_equal(sel[r], opt[r])}
+    )
     rows, trajs = [], []
     for r in range(len(seeds)):
-        row, tr = analyse_seed(cfg, inst, traj, r)
+        row, tr = analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)))
         row["train_seconds"] = train_seconds
         row["seconds"] = train_seconds + row["svm_seconds"]
         rows.append(row)
