@@ -64,7 +64,8 @@ def constraints(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray):
 
 def margins_of(W: np.ndarray, X: np.ndarray, Z: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """(x_{i alpha_i} - x_it)^T W z_i for every (i, t), +inf at t = alpha_i."""
-    scores = np.einsum("ntd,de,ne->nt", X, W, Z)  # (n, T) a_it
+    Wz = Z @ W.T  # (n, d) rows (W z_i)^T
+    scores = np.einsum("ntd,nd->nt", X, Wz)  # (n, T) a_it
     m = scores[np.arange(len(alpha)), alpha][:, None] - scores
     m[np.arange(len(alpha)), alpha] = np.inf
     return m
