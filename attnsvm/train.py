@@ -25,13 +25,28 @@ from attnsvm.config import (
 from attnsvm.data import Instances
 
 INIT_SEED_OFFSET = 1_000_000_007  # init draws use their own stream: seed + offset
+SIMD_BLOCK = 64  # a multiple of every CPU kernel's vector-loop step (AVX-512: 16 doubles)
+
+
+def seedwise(fn, x: torch.Tensor) -> torch.Tensor:
+    """``fn`` (elementwise) on x (R, ...), each seed's block padded to SIMD_BLOCK elements.
+
+    torch's CPU kernels compute the last (numel mod step) elements of a tensor with scalar
+    libm calls (exp, sigmoid, ...) and the rest with vectorised ones, which differ in the last
+    bit; so without padding a seed's values would depend on its position in the batch. Padded,
+    every element takes the vectorised path whatever R is (with threads 1, 2 or 4, whose
+    parallel chunks stay multiples of the step).
+    """
+    flat = x.reshape(x.shape[0], -1)
+    k = flat.shape[1]
+    return fn(F.pad(flat, (0, -k % SIMD_BLOCK)))[:, :k].reshape(x.shape)
 
 
 def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor):
     """Scores a_it = x_it^T W z_i and s_i = softmax(a_i), via log-softmax in the input dtype."""
     Wz = torch.matmul(Z, W.transpose(-1, -2))  # (R, n, d) rows (W z_i)^T
     a = torch.matmul(X, Wz.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
-    return torch.exp(F.log_softmax(a, dim=-1))
+    return seedwise(torch.exp, F.log_softmax(a, dim=-1))
 
 
 def loss_and_grad_w(W: torch.Tensor, inst: Instances, head):
@@ -41,8 +56,8 @@ def loss_and_grad_w(W: torch.Tensor, inst: Instances, head):
     s = softmax_probs(W, X, Z)
     f = head.output(s)  # (R, n)
     margin = Y * f
-    loss = F.softplus(-margin).sum(-1) / n  # (R,)
-    c = -Y * torch.sigmoid(-margin) / n  # (R, n) dL/df_i
+    loss = seedwise(F.softplus, -margin).sum(-1) / n  # (R,)
+    c = -Y * seedwise(torch.sigmoid, -margin) / n  # (R, n) dL/df_i
     G = c.unsqueeze(-1) * s * head.centred_values(s)  # (R, n, T) dL/da_it
     u = torch.matmul(G.unsqueeze(-2), X).squeeze(-2)  # (R, n, d) sum_t G_it x_it
     grad = torch.matmul(u.transpose(-1, -2), Z)  # (R, d, d) sum_i u_i z_i^T
