@@ -86,9 +86,13 @@ def _step(A, Bq, C, X, Z, x, z, y):
     nu = X.shape[-1] + m  # barrier parameter of PSD(N) x R^m_+
     Rp, Rd, rd = _residuals(A, Bq, C, X, Z, x, z, y)
     mu = ((X * Z).sum((-2, -1)) + (x * z).sum(-1)) / nu
-    Lz, _ = torch.linalg.cholesky_ex(Z)
+    Lz, iz = torch.linalg.cholesky_ex(Z)
+    Lx, ix = torch.linalg.cholesky_ex(X)
+    bad = (iz != 0) | (ix != 0)  # left the cone through rounding: stop this instance
+    if bool(bad.any()):
+        eye = torch.eye(X.shape[-1], dtype=X.dtype)
+        Lz, Lx = torch.where(bad[:, None, None], eye, Lz), torch.where(bad[:, None, None], eye, Lx)
     Zi = torch.cholesky_inverse(Lz)
-    Lx, _ = torch.linalg.cholesky_ex(X)
     M = _schur(A, Bq, X, Zi, x, z)
     Lm, info = torch.linalg.cholesky_ex(M)
     if bool((info != 0).any()):
@@ -119,12 +123,20 @@ def _step(A, Bq, C, X, Z, x, z, y):
     dX, dx, dy, dZ, dz = direction(sigma * mu, _sym(dX @ dZ @ Zi), dx * dz / z)
     ap = torch.clamp(STEP * torch.minimum(_max_step(Lx, dX), _max_step_lp(x, dx)), max=1.0)
     ad = torch.clamp(STEP * torch.minimum(_max_step(Lz, dZ), _max_step_lp(z, dz)), max=1.0)
-    X = X + ap[:, None, None] * dX
-    x = x + ap[:, None] * dx
-    Z = Z + ad[:, None, None] * dZ
-    z = z + ad[:, None] * dz
-    y = y + ad[:, None] * dy
-    return X, Z, x, z, y
+    new = (
+        X + ap[:, None, None] * dX,
+        Z + ad[:, None, None] * dZ,
+        x + ap[:, None] * dx,
+        z + ad[:, None] * dz,
+        y + ad[:, None] * dy,
+    )
+    for t in new:
+        bad = bad | ~torch.isfinite(t.reshape(nb, -1)).all(-1)
+    old = (X, Z, x, z, y)
+    kept = (
+        torch.where(bad.view(-1, *[1] * (o.dim() - 1)), o, n) for o, n in zip(old, new, strict=True)
+    )
+    return tuple(kept), bad
 
 
 def nuclear_svm_batch(
@@ -133,7 +145,8 @@ def nuclear_svm_batch(
     """Solve B feasible nuclear SVMs of one shape; a (B, m, p), b (B, m, q) reduced factors.
 
     Returns W (B, p, q) scaled so every margin is >= 1, a status per instance ("optimal"
-    when relative gap and residuals are <= tol, else "inaccurate") and the iterations used.
+    when relative gap and residuals are <= tol, "inaccurate" when max_iter ran out first,
+    "solver_error" when rounding pushed an iterate out of the cone) and the iterations used.
     Feasibility is the caller's to establish (an infeasible instance has an unbounded dual).
     """
     A = torch.as_tensor(a, dtype=torch.float64)
@@ -149,26 +162,31 @@ def nuclear_svm_batch(
     z = torch.ones(nb, m, dtype=torch.float64)  # their dual slacks (= y at optimum)
     y = torch.zeros(nb, m, dtype=torch.float64)
     done = torch.zeros(nb, dtype=torch.bool)
+    failed = torch.zeros(nb, dtype=torch.bool)
     iters = torch.zeros(nb, dtype=torch.long)
     for _ in range(max_iter):
         Rp, Rd, rd = _residuals(A, Bq, C, X, Z, x, z, y)
         pobj, dobj = (X.diagonal(dim1=-2, dim2=-1)).sum(-1) / 2, y.sum(-1)
         gap = (pobj - dobj).abs() / (1 + pobj.abs() + dobj.abs())
-        # residuals relative to the iterates' scale, as conic solvers measure them
-        pinf = torch.linalg.vector_norm(Rp, dim=-1) / (1 + torch.linalg.matrix_norm(X))
-        dinf = (torch.linalg.matrix_norm(Rd) + torch.linalg.vector_norm(rd, dim=-1)) / (
-            1 + torch.linalg.matrix_norm(Z)
-        )
+        # residuals in max-norm relative to the iterates' size, as Clarabel measures them
+        amax = lambda t: t.abs().flatten(1).amax(-1)  # noqa: E731
+        pinf = amax(Rp) / (2 + amax(X) + amax(x))
+        dinf = torch.maximum(amax(Rd), amax(rd)) / (1.5 + amax(Z) + amax(z) + amax(y))
         done = done | ((gap <= tol) & (pinf <= tol) & (dinf <= tol))
-        if bool(done.all()):
+        live = ~done & ~failed
+        if not bool(live.any()):
             break
-        iters += (~done).long()
-        act = (~done).nonzero().squeeze(-1)  # step only the unfinished instances
-        state = _step(A[act], Bq[act], C[act], X[act], Z[act], x[act], z[act], y[act])
+        iters += live.long()
+        act = live.nonzero().squeeze(-1)  # step only the unfinished instances
+        state, bad = _step(A[act], Bq[act], C[act], X[act], Z[act], x[act], z[act], y[act])
         for full, part in zip((X, Z, x, z, y), state, strict=True):
             full[act] = part
+        failed[act] = bad
     W = X[:, :p, p:]
     margins = torch.einsum("bjp,bpq,bjq->bj", A, W, Bq)  # (B, m)
     W = W / torch.clamp(margins.min(-1).values, max=1.0)[:, None, None]  # exact feasibility
-    status = ["optimal" if ok else "inaccurate" for ok in done.tolist()]
+    status = [
+        "optimal" if ok else "solver_error" if bad else "inaccurate"
+        for ok, bad in zip(done.tolist(), failed.tolist(), strict=True)
+    ]
     return W.numpy(), status, iters.numpy()

@@ -172,8 +172,11 @@ def w_mm_nuc_batch(
         b = np.stack([it[2] for it in items])  # (B, m, q)
         Wr, status, _ = nuclear_svm_batch(a, b, tol=cfg.tol, max_iter=cfg.max_iters)
         for (k, _, _, U, V), W, st in zip(items, Wr, status, strict=True):
-            reason = "" if st == OPTIMAL else "interior point: max_iters reached"
-            sols[k] = SVMSolution("nuc", st, W=U @ W @ V.T, reason=reason)
+            if st == OPTIMAL:
+                sols[k] = SVMSolution("nuc", OPTIMAL, W=U @ W @ V.T)
+            else:  # rare: the plain per-instance model decides
+                sols[k] = _cvx_solve(*problems[k], cfg, "nuc")
+                sols[k].reason = f"interior point {st}; cvxpy: {sols[k].reason or 'ok'}"
     seconds = (time.perf_counter() - t0) / max(len(problems), 1)
     for sol, (X, Z, alpha) in zip(sols, problems, strict=True):
         sol.seconds = seconds
