@@ -29,17 +29,16 @@ SIMD_BLOCK = 64  # a multiple of every CPU kernel's vector-loop step (AVX-512: 1
 
 
 def seedwise(fn, x: torch.Tensor) -> torch.Tensor:
-    """``fn`` (elementwise) on x (R, ...), each seed's block padded to SIMD_BLOCK elements.
+    """``fn`` (elementwise) on x with every element on the same code path, whatever the batch.
 
     torch's CPU kernels compute the last (numel mod step) elements of a tensor with scalar
     libm calls (exp, sigmoid, ...) and the rest with vectorised ones, which differ in the last
-    bit; so without padding a seed's values would depend on its position in the batch. Padded,
-    every element takes the vectorised path whatever R is (with threads 1, 2 or 4, whose
+    bit; so a seed's values would depend on its position in the batch. Padded to a multiple of
+    SIMD_BLOCK, every element takes the vectorised path (with threads 1, 2 or 4, whose
     parallel chunks stay multiples of the step).
     """
-    flat = x.reshape(x.shape[0], -1)
-    k = flat.shape[1]
-    return fn(F.pad(flat, (0, -k % SIMD_BLOCK)))[:, :k].reshape(x.shape)
+    flat = x.reshape(-1)
+    return fn(F.pad(flat, (0, -flat.numel() % SIMD_BLOCK)))[: flat.numel()].view(x.shape)
 
 
 def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor):
@@ -49,14 +48,15 @@ def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor):
     return seedwise(torch.exp, F.log_softmax(a, dim=-1))
 
 
-def loss_and_grad_w(W: torch.Tensor, inst: Instances, head):
-    """Logistic loss (R,), softmax s (R, n, T) and dL/dW (R, d, d) for the head's outputs."""
+def loss_and_grad_w(W: torch.Tensor, inst: Instances, head, with_loss: bool = True):
+    """Logistic loss (R,) (None unless ``with_loss``), softmax s (R, n, T) and dL/dW (R, d, d)
+    for the head's outputs."""
     X, Y, Z = inst.X, inst.Y, inst.Z
     n = X.shape[1]
     s = softmax_probs(W, X, Z)
     f = head.output(s)  # (R, n)
     margin = Y * f
-    loss = seedwise(F.softplus, -margin).sum(-1) / n  # (R,)
+    loss = seedwise(F.softplus, -margin).sum(-1) / n if with_loss else None  # (R,)
     c = -Y * seedwise(torch.sigmoid, -margin) / n  # (R, n) dL/df_i
     G = c.unsqueeze(-1) * s * head.centred_values(s)  # (R, n, T) dL/da_it
     u = torch.matmul(G.unsqueeze(-2), X).squeeze(-2)  # (R, n, d) sum_t G_it x_it
@@ -140,6 +140,11 @@ def _step_size(cfg: OptimizerConfig, gnorm: torch.Tensor) -> torch.Tensor:
     return torch.where(gnorm > 0, scale, torch.zeros_like(scale))
 
 
+def checkpoint_steps(steps: int, every: int) -> list[int]:
+    """Steps at which ``train`` records: every ``every`` steps and the last one."""
+    return sorted(set(range(0, steps + 1, every)) | {steps})
+
+
 def train(
     inst: Instances,
     head,
@@ -147,45 +152,56 @@ def train(
     ocfg: OptimizerConfig,
     params: Params | None = None,
 ) -> Trajectory:
-    """Run ``ocfg.steps`` steps of (normalized) GD; checkpoint every k steps and at the end."""
-    d = inst.X.shape[-1]
+    """Run ``ocfg.steps`` steps of (normalized) GD; checkpoint every k steps and at the end.
+
+    Loss, penalty and ||grad|| are only formed at checkpoints, into preallocated buffers;
+    the update itself is the same arithmetic at every step.
+    """
+    R, n, _, d = inst.X.shape
     p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
-    every, steps = ocfg.checkpoint_every, ocfg.steps
-    rec: dict[str, list] = {k: [] for k in ("steps", "W", "loss", "gnorm", "smax", "smin", "sel")}
-    for k in range(steps + 1):
+    kq = p.W is None
+    ckpts = checkpoint_steps(ocfg.steps, ocfg.checkpoint_every)
+    like = dict(dtype=inst.X.dtype, device=inst.X.device)
+    C = len(ckpts)
+    rec = Trajectory(
+        steps=ckpts,
+        W=torch.empty(C, R, d, d, **like),
+        loss=torch.empty(C, R, **like),
+        grad_norm=torch.empty(C, R, **like),
+        softmax_max=torch.empty(C, R, **like),
+        softmax_min_max=torch.empty(C, R, **like),
+        selected=torch.empty(C, R, n, dtype=torch.long, device=inst.X.device),
+        final_softmax=None,
+    )
+    c = 0
+    for k in range(ocfg.steps + 1):
+        at_ckpt = c < C and ckpts[c] == k
         W = p.attention_matrix()
-        loss, s, gW = loss_and_grad_w(W, inst, head)
-        if p.W is None:  # chain rule to the factors, plus the vanishing penalty
+        loss, s, gW = loss_and_grad_w(W, inst, head, with_loss=at_ckpt)
+        if kq:  # chain rule to the factors, plus the vanishing penalty
             gK = torch.matmul(gW, p.Q) + 2 * pcfg.penalty * p.K
             gQ = torch.matmul(gW.transpose(-1, -2), p.K) + 2 * pcfg.penalty * p.Q
-            loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
             nK, nQ = frob(gK), frob(gQ)
-            gnorm = torch.sqrt(nK**2 + nQ**2)
         else:
             gnorm = frob(gW)
-        if k % every == 0 or k == steps:
+        if at_ckpt:
+            if kq:
+                loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
+                gnorm = torch.sqrt(nK**2 + nQ**2)
             smax = s.max(dim=-1)
-            rec["steps"].append(k)
-            rec["W"].append(W.clone())
-            rec["loss"].append(loss)
-            rec["gnorm"].append(gnorm)
-            rec["smax"].append(smax.values.mean(-1))
-            rec["smin"].append(smax.values.min(-1).values)
-            rec["sel"].append(smax.indices)
-        if k == steps:
+            rec.W[c] = W
+            rec.loss[c] = loss
+            rec.grad_norm[c] = gnorm
+            rec.softmax_max[c] = smax.values.mean(-1)
+            rec.softmax_min_max[c] = smax.values.min(-1).values
+            rec.selected[c] = smax.indices
+            c += 1
+        if k == ocfg.steps:
             break
-        if p.W is None:
+        if kq:
             p.K = p.K - _step_size(ocfg, nK)[:, None, None] * gK
             p.Q = p.Q - _step_size(ocfg, nQ)[:, None, None] * gQ
         else:
             p.W = p.W - _step_size(ocfg, gnorm)[:, None, None] * gW
-    return Trajectory(
-        steps=rec["steps"],
-        W=torch.stack(rec["W"]),
-        loss=torch.stack(rec["loss"]),
-        grad_norm=torch.stack(rec["gnorm"]),
-        softmax_max=torch.stack(rec["smax"]),
-        softmax_min_max=torch.stack(rec["smin"]),
-        selected=torch.stack(rec["sel"]),
-        final_softmax=s,
-    )
+    rec.final_softmax = s
+    return rec

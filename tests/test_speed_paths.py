@@ -169,3 +169,61 @@ def test_seedwise_padding_changes_no_bit_where_the_old_code_was_batch_invariant(
             assert torch.equal(a, b)
         W = W - 2.0 * new[2] / torch.linalg.vector_norm(new[2], dim=(-2, -1))[:, None, None]
     assert new[1].amin() < 1e-12  # reached the saturated regime
+
+
+def reference_train(inst, head, pcfg, ocfg):
+    """The previous train loop, verbatim: every quantity at every step, lists then stack."""
+    from attnsvm.train import _step_size, frob, init_params
+
+    p = init_params(pcfg, inst.seeds, inst.X.shape[-1], inst.X.dtype, inst.X.device)
+    every, steps = ocfg.checkpoint_every, ocfg.steps
+    rec = {k: [] for k in ("W", "loss", "gnorm", "smax", "smin", "sel")}
+    for k in range(steps + 1):
+        W = p.attention_matrix()
+        loss, s, gW = loss_and_grad_w(W, inst, head)
+        if p.W is None:
+            gK = torch.matmul(gW, p.Q) + 2 * pcfg.penalty * p.K
+            gQ = torch.matmul(gW.transpose(-1, -2), p.K) + 2 * pcfg.penalty * p.Q
+            loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
+            nK, nQ = frob(gK), frob(gQ)
+            gnorm = torch.sqrt(nK**2 + nQ**2)
+        else:
+            gnorm = frob(gW)
+        if k % every == 0 or k == steps:
+            smax = s.max(dim=-1)
+            for key, val in zip(
+                rec,
+                (W.clone(), loss, gnorm, smax.values.mean(-1), smax.values.min(-1).values),
+                strict=False,
+            ):
+                rec[key].append(val)
+            rec["sel"].append(smax.indices)
+        if k == steps:
+            break
+        if p.W is None:
+            p.K = p.K - _step_size(ocfg, nK)[:, None, None] * gK
+            p.Q = p.Q - _step_size(ocfg, nQ)[:, None, None] * gQ
+        else:
+            p.W = p.W - _step_size(ocfg, gnorm)[:, None, None] * gW
+    return {k: torch.stack(v) for k, v in rec.items()}, s
+
+
+@pytest.mark.parametrize("kind", [Parameterization.w, Parameterization.kq])
+def test_train_is_bit_identical_to_the_previous_loop(kind):
+    inst = make_instances(DatasetConfig(n=5, T=6, d=7), list(range(9)))
+    head = make_head(HeadConfig(), inst)
+    pcfg, ocfg = ParameterizationConfig(kind=kind), OptimizerConfig(steps=250, checkpoint_every=40)
+    new = train(inst, head, pcfg, ocfg)
+    ref, s = reference_train(inst, head, pcfg, ocfg)
+    assert new.steps == [0, 40, 80, 120, 160, 200, 240, 250]
+    pairs = {
+        "W": new.W,
+        "loss": new.loss,
+        "gnorm": new.grad_norm,
+        "smax": new.softmax_max,
+        "smin": new.softmax_min_max,
+        "sel": new.selected,
+    }
+    for key, val in pairs.items():
+        assert torch.equal(val, ref[key]), key
+    assert torch.equal(new.final_softmax, s)
