@@ -136,8 +136,7 @@ def _step_size(cfg: OptimizerConfig, gnorm: torch.Tensor) -> torch.Tensor:
     """lr / (||g|| + eps) for ngd, lr for gd; a zero gradient takes no step."""
     if cfg.kind is Optimizer.gd:
         return torch.full_like(gnorm, cfg.lr)
-    scale = cfg.lr / (gnorm + cfg.eps)
-    return torch.where(gnorm > 0, scale, torch.zeros_like(scale))
+    return torch.where(gnorm > 0, cfg.lr / (gnorm + cfg.eps), 0.0)
 
 
 def checkpoint_steps(steps: int, every: int) -> list[int]:

@@ -16,6 +16,7 @@ from attnsvm.config import (
     DatasetConfig,
     HeadConfig,
     NucMethod,
+    Optimizer,
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
@@ -173,7 +174,13 @@ def test_seedwise_padding_changes_no_bit_where_the_old_code_was_batch_invariant(
 
 def reference_train(inst, head, pcfg, ocfg):
     """The previous train loop, verbatim: every quantity at every step, lists then stack."""
-    from attnsvm.train import _step_size, frob, init_params
+    from attnsvm.train import frob, init_params
+
+    def _step_size(cfg, gnorm):
+        if cfg.kind is Optimizer.gd:
+            return torch.full_like(gnorm, cfg.lr)
+        scale = cfg.lr / (gnorm + cfg.eps)
+        return torch.where(gnorm > 0, scale, torch.zeros_like(scale))
 
     p = init_params(pcfg, inst.seeds, inst.X.shape[-1], inst.X.dtype, inst.X.device)
     every, steps = ocfg.checkpoint_every, ocfg.steps
@@ -209,10 +216,12 @@ def reference_train(inst, head, pcfg, ocfg):
 
 
 @pytest.mark.parametrize("kind", [Parameterization.w, Parameterization.kq])
-def test_train_is_bit_identical_to_the_previous_loop(kind):
+@pytest.mark.parametrize("opt", ["ngd", "gd"])
+def test_train_is_bit_identical_to_the_previous_loop(kind, opt):
     inst = make_instances(DatasetConfig(n=5, T=6, d=7), list(range(9)))
     head = make_head(HeadConfig(), inst)
-    pcfg, ocfg = ParameterizationConfig(kind=kind), OptimizerConfig(steps=250, checkpoint_every=40)
+    pcfg = ParameterizationConfig(kind=kind)
+    ocfg = OptimizerConfig(kind=Optimizer(opt), steps=250, checkpoint_every=40)
     new = train(inst, head, pcfg, ocfg)
     ref, s = reference_train(inst, head, pcfg, ocfg)
     assert new.steps == [0, 40, 80, 120, 160, 200, 240, 250]
