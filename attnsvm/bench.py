@@ -416,6 +416,14 @@ def main(argv: list[str] | None = None) -> str:
 
 
 NOTES = """
+## Reading the tables
+
+Workers are single-threaded and the two of an experiment run side by side, so on two idle
+cores an experiment's wall time is about its CPU time / 2 (the rank grid is split evenly;
+local is W on one core, (K,Q) on the other, so its wall is the (K,Q) worker's CPU time).
+"wall incl. start" adds spawning the workers and importing torch and cvxpy (about 5-10 s on
+a busy machine), which a Hydra multirun pays once per worker as well.
+
 ## Where the speed comes from
 
 - **Training**: all seeds of a job are one batch dimension (`train.py`), with the hand-written
@@ -435,6 +443,16 @@ NOTES = """
   1e-10: relative gap and max-norm residuals); an instance that does not get there (about 0.5%,
   rounding near the boundary) is re-solved by the per-instance cvxpy model
   (`solver.nuclear=cvxpy` selects that model for everything).
+
+## Found on the way (fixed)
+
+- Seeds were not batch-invariant: torch's CPU kernels compute the last (numel mod 16) elements
+  of `exp`/`sigmoid`/`softplus` with scalar libm calls and the rest with vectorised ones, which
+  differ in the last bit, so a seed's trajectory depended on its position in the batch (a
+  seed alone vs in a batch of 50 differed from step 21 on). `train.seedwise` pads those calls'
+  inputs to a multiple of 64 so every element takes the vectorised path; trajectories are
+  unchanged wherever the old code had no scalar tail (tested), and now bit-identical alone
+  or in any batch (tested).
 
 ## Known gaps
 
