@@ -241,6 +241,17 @@ def job_report(sweep: Sweep) -> str:
     return "\n".join(lines)
 
 
+def figure_cli(doc: str, argv: list[str] | None) -> tuple[Path, Path]:
+    """``SWEEP_DIR [--out DIR]`` of the experiment-specific figure commands; creates DIR."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("sweep_dir", type=Path)
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default sweep_dir)")
+    args = parser.parse_args(argv)
+    out = args.out or args.sweep_dir
+    out.mkdir(parents=True, exist_ok=True)
+    return args.sweep_dir, out
+
+
 def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: bool = True):
     """Load, summarise and plot a sweep; returns (Sweep, summary frame, written paths)."""
     sweep = load_sweep(sweep_dir)

@@ -1,6 +1,6 @@
 """Figure and table of the multitoken experiment (PAPER.md §5, published multitoken.png).
 
-    python -m attnsvm.figures_multitoken outputs/multirun/<stamp>  # figure + table there
+    python -m attnsvm.figures_multitoken outputs/sweeps/multitoken  # figure + table there
 
 Top row: mean 1 - corr(W(k), .) over accepted seeds against iterations, for W^SVMeq, W^dir
 and W^1token, one panel per d (log scale). Bottom row: final 1 - corr(W, W^SVMeq) against the
@@ -9,7 +9,6 @@ largest masked softmax probability, one point per accepted seed.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -18,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnsvm.results import RUNS, TRAJECTORY  # noqa: E402
+from attnsvm.aggregate import figure_cli, load_sweep  # noqa: E402
 
 CURVES = {
     "corr_svmeq": ("$W^{SVMeq}$", "-"),
@@ -28,17 +27,11 @@ CURVES = {
 
 
 def load(sweep_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """runs and trajectory of every multitoken job under ``sweep_dir`` (found recursively)."""
-    runs, trajs = [], []
-    for path in sorted(Path(sweep_dir).rglob(RUNS)):
-        r = pd.read_parquet(path)
-        if "corr_svmeq" not in r.columns and "band_ok" not in r.columns:
-            continue
-        runs.append(r)
-        trajs.append(pd.read_parquet(path.parent / TRAJECTORY))
-    if not runs:
+    """runs and trajectory of the multitoken jobs under ``sweep_dir`` (aggregate's loader)."""
+    sweep = load_sweep(sweep_dir)
+    if "band_ok" not in sweep.runs:
         raise SystemExit(f"no multitoken results under {sweep_dir}")
-    return pd.concat(runs, ignore_index=True), pd.concat(trajs, ignore_index=True)
+    return sweep.runs, sweep.trajectory
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -84,13 +77,8 @@ def figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", type=Path)
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default sweep_dir)")
-    args = parser.parse_args(argv)
-    out = args.out or args.sweep_dir
-    out.mkdir(parents=True, exist_ok=True)
-    runs, traj = load(args.sweep_dir)
+    sweep_dir, out = figure_cli(__doc__, argv)
+    runs, traj = load(sweep_dir)
     tab = table(runs)
     tab.to_csv(out / "multitoken_table.csv", index=False)
     figure(runs, traj, out / "multitoken.png")

@@ -3,12 +3,11 @@
 Radii where a seed's gradient underflowed (``frozen``) are left out for that seed; a curve
 shows the median over seeds at the radii where at least half of its seeds remain.
 
-python -m attnsvm.figures_regpath outputs/multirun/<stamp>   # regpath.png there
+python -m attnsvm.figures_regpath outputs/sweeps/regpath   # regpath.png there
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -17,22 +16,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnsvm.results import RUNS, TRAJECTORY  # noqa: E402
+from attnsvm.aggregate import figure_cli, load_sweep  # noqa: E402
 
 
 def load(sweep_dir: Path) -> pd.DataFrame:
-    """Trajectories (one row per seed x R) of every regpath job under ``sweep_dir``."""
-    frames = []
-    for path in sorted(Path(sweep_dir).rglob(TRAJECTORY)):
-        tr = pd.read_parquet(path)
-        if "R" in tr.columns:
-            runs = pd.read_parquet(path.parent / RUNS)
-            ok = runs.loc[runs.status == "ok", ["seed", "attention"]]
-            tr = tr.merge(ok, on="seed")
-            frames.append(tr[~tr.frozen] if "frozen" in tr.columns else tr)
-    if not frames:
+    """Trajectories (one row per seed x R) of the regpath jobs under ``sweep_dir``, ok seeds,
+    radii before the gradient underflowed (aggregate's loader)."""
+    sweep = load_sweep(sweep_dir)
+    tr = sweep.trajectory
+    if "R" not in tr:
         raise SystemExit(f"no regpath results under {sweep_dir}")
-    return pd.concat(frames, ignore_index=True)
+    ok = sweep.runs.loc[sweep.runs.status == "ok", ["config_hash", "seed", "attention"]]
+    tr = tr.drop(columns=["attention"], errors="ignore").merge(ok, on=["config_hash", "seed"])
+    return tr[~tr.frozen] if "frozen" in tr else tr
 
 
 def figure(traj: pd.DataFrame, path: Path) -> None:
@@ -56,12 +52,8 @@ def figure(traj: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", type=Path)
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default sweep_dir)")
-    args = parser.parse_args(argv)
-    out = args.out or args.sweep_dir
-    traj = load(args.sweep_dir)
+    sweep_dir, out = figure_cli(__doc__, argv)
+    traj = load(sweep_dir)
     figure(traj, out / "regpath.png")
     end = traj.sort_values("R").groupby(["config_hash", "seed"]).tail(1)  # last R before underflow
     print(end.groupby(["parameterization", "d", "attention"])[["corr_fro", "corr_nuc"]].mean())

@@ -31,6 +31,17 @@ def test_multitoken_command(tmp_path):
         "multitoken.target_accepted=3",
     )
     assert (runs.status == "ok").sum() == 3 and "accepted 3 of" in stdout
+    fig = subprocess.run(
+        [sys.executable, "-m", "attnsvm.figures_multitoken", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert fig.returncode == 0, fig.stderr[-3000:]
+    assert (tmp_path / "multitoken.png").stat().st_size > 0
+    table = pd.read_csv(tmp_path / "multitoken_table.csv")
+    assert len(table) == 1  # one d
 
 
 @pytest.mark.slow
@@ -48,3 +59,12 @@ def test_regpath_sequential_command(tmp_path):
         "regpath.steps=100",
     )
     assert len(runs) == 2 and "regpath" in stdout
+    fig = subprocess.run(
+        [sys.executable, "-m", "attnsvm.figures_regpath", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert fig.returncode == 0, fig.stderr[-3000:]
+    assert (tmp_path / "regpath.png").stat().st_size > 0
