@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -22,7 +23,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from attnsvm.config import ConfigError, register_configs, to_run_config
+from attnsvm.config import ConfigError, check_override_keys, register_configs, to_run_config
 from attnsvm.pipeline import run_job
 from attnsvm.report import summary_text
 from attnsvm.results import (
@@ -128,5 +129,14 @@ def main(cfg: DictConfig) -> str:
     return execute(cfg, Path(hc.runtime.output_dir), multirun, sweep_dir)
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra."""
+    try:
+        check_override_keys(sys.argv[1:])
+    except ConfigError as exc:
+        raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     main()
+
+
+if __name__ == "__main__":
+    cli()
