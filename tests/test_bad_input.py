@@ -87,7 +87,7 @@ SUBPROCESS = [
     ["dataset.dd=3"],
     ["solver.backend=MOSEK"],
     ["dataset.attention=self", "dataset.query_index=8"],
-    ["metrics.delta=1.5"],
+    ["metrics.epsilon=1.5"],
 ]
 
 
