@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from cli_helpers import SMALL, run_cli, sweep_table
 
-SWEEP = ["dataset.d=3,5", "parameterization=w,kq", *SMALL]
+# two jobs: submitit_local starts every job of a sweep at once
+SWEEP = ["dataset.d=4", "parameterization=w,kq", *SMALL]
 HAS_SUBMITIT = importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is not None
 HAS_RAY = importlib.util.find_spec("hydra_plugins.hydra_ray_launcher") is not None
 LAUNCHERS = {
@@ -42,7 +43,7 @@ def test_every_launcher_gives_identical_rows(sweeps):
     tables = {name: sweep_table(d) for name, d in sweeps.items()}
     trajectories = {name: sweep_table(d, "trajectory.parquet") for name, d in sweeps.items()}
     first = next(iter(tables))
-    assert len(tables[first]) == 4 * 3
+    assert len(tables[first]) == 2 * 3
     for name in tables:
         pd.testing.assert_frame_equal(tables[name], tables[first], check_exact=True, obj=name)
         pd.testing.assert_frame_equal(
@@ -59,7 +60,8 @@ def test_submitit_sweep_resumes_and_records_its_jobs(sweeps):
         *SWEEP, *LAUNCHERS["submitit_local"], f"hydra.sweep.dir={sweep_dir}", multirun=True
     )
     assert res.returncode == 0, res.stdout
-    assert "4 finished" in res.stdout
+    assert res.stdout.count("already finished") == 2, res.stdout
+    assert "2 finished" in res.stdout
 
 
 @pytest.mark.slow
