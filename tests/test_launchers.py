@@ -70,7 +70,11 @@ def test_submitit_sweep_resumes_and_records_its_jobs(sweeps):
     reason="hydra-ray-launcher not installed: it needs its own venv (.[ray], docs/scaling.md)",
 )
 def test_ray_gives_the_same_rows(sweeps, tmp_path):
-    args = ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2"]
+    args = [
+        "hydra/launcher=ray_cluster",
+        "+hydra.launcher.ray.init.num_cpus=2",
+        "+hydra.launcher.ray.init.include_dashboard=false",
+    ]
     res = run_cli(*SWEEP, *args, f"hydra.sweep.dir={tmp_path}", multirun=True, timeout=600)
     assert res.returncode == 0, res.stdout
     pd.testing.assert_frame_equal(
