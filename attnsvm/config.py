@@ -185,6 +185,10 @@ class RunConfig:
         _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
         _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
         _require(self.threads >= 1, "threads", "integers >= 1", self.threads)
+        if self.device == Device.cuda:
+            import torch
+
+            _require(torch.cuda.is_available(), "device", "cpu (no CUDA device here)", "cuda")
 
     @property
     def seed_list(self) -> list[int]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnsvm.batchops import dot_last
 from attnsvm.config import Attention, DatasetConfig, Generator
 
 
@@ -60,7 +61,7 @@ def published_instance(
 
 def queries(X: torch.Tensor, Z: torch.Tensor, attention: Attention, query_index: int):
     """z_i: its own vector (cross-attention) or the token x_{i, query_index} (self-attention)."""
-    if attention is Attention.self:
+    if attention == Attention.self:
         return X[..., query_index, :].clone()
     return Z
 
@@ -96,5 +97,5 @@ def make_instances(
 def finish_instances(seeds, X, Y, Z, v, device) -> Instances:
     """Move to ``device`` and derive the token scores and optimal tokens."""
     X, Y, Z, v = (t.to(device) for t in (X, Y, Z, v))
-    gamma = Y[..., None] * torch.einsum("rntd,rd->rnt", X, v)  # (R, n, T)
+    gamma = Y[..., None] * dot_last(X, v[:, None, None, :])  # (R, n, T)
     return Instances(seeds, X, Y, Z, v, gamma, gamma.argmax(dim=-1))

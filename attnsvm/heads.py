@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from attnsvm.batchops import dot_last
 from attnsvm.config import Head, HeadConfig
 from attnsvm.data import Instances
 
@@ -19,17 +20,17 @@ class LinearHead:
     """f_i = v^T X_i^T s_i with the instance's fixed unit vector v (PAPER.md §1)."""
 
     def __init__(self, inst: Instances):
-        self.h = torch.einsum("rntd,rd->rnt", inst.X, inst.v)  # (R, n, T) h_it = v^T x_it
+        self.h = dot_last(inst.X, inst.v[:, None, None, :])  # (R, n, T) h_it = v^T x_it
         self.h_diff = self.h[..., :, None] - self.h[..., None, :]  # (R, n, T, T) h_it - h_iu
 
     def output(self, s: torch.Tensor) -> torch.Tensor:
-        return (s * self.h).sum(-1)  # (R, n)
+        return dot_last(s, self.h)  # (R, n)
 
     def centred_values(self, s: torch.Tensor) -> torch.Tensor:
         return torch.matmul(self.h_diff, s.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
 
 
 def make_head(cfg: HeadConfig, inst: Instances) -> LinearHead:
-    if cfg.kind is Head.linear:
+    if cfg.kind == Head.linear:
         return LinearHead(inst)
     raise NotImplementedError(f"head.kind={cfg.kind.value!r} has no implementation")

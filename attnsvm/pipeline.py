@@ -72,9 +72,9 @@ def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, st
 def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
     """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``."""
     scfg, mcfg = cfg.solver, cfg.metrics
-    X, Z = inst.X[r].cpu().numpy(), inst.Z[r].cpu().numpy()
-    gamma, opt = inst.gamma[r].cpu().numpy(), inst.opt[r].cpu().numpy()
-    Ws = traj.W[:, r].cpu().numpy()  # (C, d, d)
+    X, Z, gamma = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z, inst.gamma))
+    opt = inst.opt[r].cpu().numpy()
+    Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
     finite = bool(np.isfinite(Ws).all() and torch.isfinite(traj.loss[:, r]).all())
     sel = traj.selected[-1, r].cpu().numpy()
     t0 = time.perf_counter()
@@ -90,7 +90,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
         "corr_nuc_opt": metrics.corr(Ws, nuc_opt.W),
     }
     local_opt = svm.is_locally_optimal(fro_sel, gamma, sel, scfg)
-    kq = cfg.parameterization.kind is Parameterization.kq
+    kq = cfg.parameterization.kind == Parameterization.kq
     corr_alpha = curves["corr_nuc" if kq else "corr_fro"][-1]
     smin = float(traj.softmax_min_max[-1, r])
     status, reason = seed_status(finite, [fro_opt, nuc_opt, fro_sel, nuc_sel] if finite else [])
@@ -138,7 +138,8 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
 
 def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
     """Without training: the SVMs at alpha = opt, their feasibility and ranks."""
-    X, Z, opt = (t[r].cpu().numpy() for t in (inst.X, inst.Z, inst.opt))
+    X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
+    opt = inst.opt[r].cpu().numpy()
     t0 = time.perf_counter()
     fro, nuc = _solve_pair(X, Z, opt, cfg.solver)
     status, reason = seed_status(True, [fro, nuc])

@@ -90,7 +90,7 @@ def _finish(sol: SVMSolution, X, Z, alpha, cfg: SolverConfig) -> SVMSolution:
 def w_mm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> SVMSolution:
     """Frobenius-norm attention SVM W^mm_alpha for one instance (X (n,T,d), Z (n,d))."""
     t0 = time.perf_counter()
-    if cfg.frobenius is FroMethod.cvxpy:
+    if cfg.frobenius == FroMethod.cvxpy:
         sol = _cvx_solve(X, Z, alpha, cfg, "fro")
     else:
         sol = _fro_nnls(X, Z, alpha)
@@ -133,7 +133,7 @@ def w_mm_nuc(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig)
 
 
 def _solver_kwargs(cfg: SolverConfig) -> dict:
-    if cfg.backend is Backend.CLARABEL:
+    if cfg.backend == Backend.CLARABEL:
         t = cfg.tol
         return dict(
             tol_gap_abs=t, tol_gap_rel=t, tol_feas=t, tol_ktratio=t**0.5, max_iter=cfg.max_iters

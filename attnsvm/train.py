@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from attnsvm.batchops import dot_last, elementwise, sum_last
 from attnsvm.config import (
     Init,
     Optimizer,
@@ -31,7 +32,7 @@ def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor):
     """Scores a_it = x_it^T W z_i and s_i = softmax(a_i), via log-softmax in the input dtype."""
     Wz = torch.matmul(Z, W.transpose(-1, -2))  # (R, n, d) rows (W z_i)^T
     a = torch.matmul(X, Wz.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
-    return torch.exp(F.log_softmax(a, dim=-1))
+    return elementwise(torch.exp, F.log_softmax(a, dim=-1))
 
 
 def loss_and_grad_w(W: torch.Tensor, inst: Instances, head):
@@ -41,8 +42,8 @@ def loss_and_grad_w(W: torch.Tensor, inst: Instances, head):
     s = softmax_probs(W, X, Z)
     f = head.output(s)  # (R, n)
     margin = Y * f
-    loss = F.softplus(-margin).sum(-1) / n  # (R,)
-    c = -Y * torch.sigmoid(-margin) / n  # (R, n) dL/df_i
+    loss = sum_last(elementwise(F.softplus, -margin)) / n  # (R,)
+    c = -Y * elementwise(torch.sigmoid, -margin) / n  # (R, n) dL/df_i
     G = c.unsqueeze(-1) * s * head.centred_values(s)  # (R, n, T) dL/da_it
     u = torch.matmul(G.unsqueeze(-2), X).squeeze(-2)  # (R, n, d) sum_t G_it x_it
     grad = torch.matmul(u.transpose(-1, -2), Z)  # (R, d, d) sum_i u_i z_i^T
@@ -51,7 +52,8 @@ def loss_and_grad_w(W: torch.Tensor, inst: Instances, head):
 
 def frob(A: torch.Tensor) -> torch.Tensor:
     """Per-seed Frobenius norm of a (R, a, b) batch."""
-    return torch.linalg.vector_norm(A, dim=(-2, -1))
+    flat = A.reshape(A.shape[0], -1)
+    return torch.sqrt(dot_last(flat, flat))
 
 
 @dataclass
@@ -77,15 +79,15 @@ def init_params(cfg: ParameterizationConfig, seeds: list[int], d: int, dtype, de
     mats = []
     for seed in seeds:
         g = torch.Generator().manual_seed(seed + INIT_SEED_OFFSET)
-        shapes = [(d, d)] if cfg.kind is Parameterization.w else [(d, m), (d, m)]  # Q, K
+        shapes = [(d, d)] if cfg.kind == Parameterization.w else [(d, m), (d, m)]  # Q, K
         draws = []
         for i, shape in enumerate(shapes):
-            if cfg.init is Init.torch:
+            if cfg.init == Init.torch:
                 bound = 1.0 / d**0.5
                 draws.append((torch.rand(shape[::-1], generator=g) * 2 - 1).T * bound)
-            elif cfg.init is Init.normal:
+            elif cfg.init == Init.normal:
                 draws.append(cfg.init_scale * torch.randn(shape, generator=g))
-            elif cfg.kind is Parameterization.kq and i == 1:  # zeros: K(0) random, Q(0) = 0
+            elif cfg.kind == Parameterization.kq and i == 1:  # zeros: K(0) random, Q(0) = 0
                 draws.append(cfg.init_scale * torch.randn(shape, generator=g))
             else:
                 draws.append(torch.zeros(shape))
@@ -94,7 +96,7 @@ def init_params(cfg: ParameterizationConfig, seeds: list[int], d: int, dtype, de
         torch.stack([m_[k] for m_ in mats]).to(dtype=dtype, device=device)
         for k in range(len(mats[0]))
     ]
-    if cfg.kind is Parameterization.w:
+    if cfg.kind == Parameterization.w:
         return Params(W=stacked[0].contiguous())
     return Params(Q=stacked[0].contiguous(), K=stacked[1].contiguous())
 
@@ -119,7 +121,7 @@ class Trajectory:
 
 def _step_size(cfg: OptimizerConfig, gnorm: torch.Tensor) -> torch.Tensor:
     """lr / (||g|| + eps) for ngd, lr for gd; a zero gradient takes no step."""
-    if cfg.kind is Optimizer.gd:
+    if cfg.kind == Optimizer.gd:
         return torch.full_like(gnorm, cfg.lr)
     scale = cfg.lr / (gnorm + cfg.eps)
     return torch.where(gnorm > 0, scale, torch.zeros_like(scale))
@@ -154,7 +156,7 @@ def train(
             rec["W"].append(W.clone())
             rec["loss"].append(loss)
             rec["gnorm"].append(gnorm)
-            rec["smax"].append(smax.values.mean(-1))
+            rec["smax"].append(sum_last(smax.values) / smax.values.shape[-1])
             rec["smin"].append(smax.values.min(-1).values)
             rec["sel"].append(smax.indices)
         if k == steps:

@@ -1,0 +1,21 @@
+"""Shared fixtures: small instances, the repo paths, one torch thread."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnsvm.config import DatasetConfig
+from attnsvm.data import make_instances
+
+REPO = Path(__file__).resolve().parents[1]
+CONF_DIR = REPO / "conf"
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def small_instances():
+    return make_instances(DatasetConfig(n=4, T=5, d=6), list(range(6)))

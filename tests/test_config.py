@@ -1,0 +1,97 @@
+"""Every config option composes; bad values fail at composition naming the key and options."""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException, MissingConfigException
+from omegaconf.errors import ValidationError
+
+from attnsvm.config import ConfigError, RunConfig, register_configs, to_run_config
+from conftest import CONF_DIR
+
+register_configs()
+GROUP_OPTIONS = {
+    "dataset": ["random"],
+    "parameterization": ["w", "kq"],
+    "optimizer": ["ngd", "gd"],
+    "solver": ["clarabel", "scs"],
+    "head": ["linear"],
+    "metrics": ["default"],
+}
+
+
+def _compose(overrides: list[str]):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def test_groups_cover_conf_dir():
+    for group, options in GROUP_OPTIONS.items():
+        on_disk = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+        assert on_disk == sorted(options), group
+
+
+@pytest.mark.parametrize(
+    "override", [f"{g}={o}" for g, opts in GROUP_OPTIONS.items() for o in opts]
+)
+def test_every_option_composes(override):
+    run = to_run_config(_compose([override]))
+    assert isinstance(run, RunConfig)
+    group, option = override.split("=")
+    if group in ("parameterization", "optimizer"):
+        assert getattr(run, group).kind.value == option
+
+
+def test_default_is_the_published_setting():
+    run = to_run_config(_compose([]))
+    assert (run.dataset.n, run.dataset.T, run.dataset.d) == (6, 8, 10)
+    assert run.optimizer.lr == 0.1 and run.optimizer.steps == 2000
+    assert run.dtype.value == "float64" and run.threads == 1
+
+
+@pytest.mark.parametrize(
+    ("override", "fragment"),
+    [
+        ("solver.backend=SCSS", "CLARABEL, SCS"),
+        ("dataset.attention=selff", "cross, self"),
+        ("parameterization.init=zero", "torch, zeros, normal"),
+    ],
+)
+def test_bad_enum_lists_accepted_values(override, fragment):
+    with pytest.raises(ConfigCompositionException) as info:
+        _compose([override])
+    cause = info.value.__cause__
+    assert isinstance(cause, ValidationError)
+    assert fragment in str(cause) and override.split("=")[0] in str(cause)
+
+
+def test_unknown_group_option_lists_options():
+    with pytest.raises((ConfigCompositionException, MissingConfigException), match="kq"):
+        _compose(["parameterization=wk"])
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("dataset.d=0", "dataset.d"),
+        ("dataset.T=1", "dataset.T"),
+        ("optimizer.lr=-1", "optimizer.lr"),
+        ("optimizer.steps=0", "optimizer.steps"),
+        ("metrics.delta=1.5", "metrics.delta"),
+        ("solver.tol=0", "solver.tol"),
+        ("dataset.query_index=8", "dataset.query_index"),
+    ],
+)
+def test_bad_range_names_key(override, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        to_run_config(_compose([override]))
+
+
+def test_cuda_without_device_is_a_clear_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: device=cuda is valid here")
+    with pytest.raises(ConfigError, match="device"):
+        to_run_config(_compose(["device=cuda"]))
