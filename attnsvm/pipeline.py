@@ -160,24 +160,10 @@ def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
     }
 
 
-BATCH_QUANTUM = 32  # batches are padded to a multiple of this many rows
-
-
-def padded(seeds: list[int]) -> list[int]:
-    """``seeds`` followed by copies of its last seed, up to a multiple of BATCH_QUANTUM rows.
-
-    torch's CPU kernels round a row differently depending on how many rows a batch has (a
-    batch of one is folded into other matmul kernels; small reductions vectorise across rows
-    and finish the remainder in scalar code). With every batch a multiple of 32 rows a seed's
-    numbers no longer depend on batch_size or on its neighbours (tests/test_determinism.py).
-    """
-    return seeds + seeds[-1:] * (-len(seeds) % BATCH_QUANTUM)
-
-
 def run_batch(cfg: RunConfig, seeds: list[int]):
     """Train and analyse one batch of seeds; returns (rows, trajectory frames)."""
     dtype = getattr(torch, cfg.dtype.value)
-    inst = make_instances(cfg.dataset, padded(seeds), dtype=dtype, device=cfg.device.value)
+    inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
     if not cfg.train:
         return [analyse_svm_only(cfg, inst, r) for r in range(len(seeds))], []
     t0 = time.perf_counter()

@@ -1,5 +1,6 @@
 """Same config and seed -> bit-identical rows, whatever the batch size or the seeds batched
-with it (launchers and worker counts: tests/test_launchers.py)."""
+with it, through the whole job (data, GD, SVMs, metrics; attnsvm/batchops.py makes the tensor
+code batch-invariant). Launchers and worker counts: tests/test_launchers.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from attnsvm.config import (
     ParameterizationConfig,
     RunConfig,
 )
-from attnsvm.pipeline import BATCH_QUANTUM, padded, run_job
+from attnsvm.pipeline import run_job
 
 
 def _job(kind: Parameterization, **kw):
@@ -48,9 +49,3 @@ def test_a_seed_alone_gives_its_row_in_a_batch():
     pd.testing.assert_frame_equal(
         alone_traj[cols], traj[traj.seed == 4][cols].reset_index(drop=True), check_exact=True
     )
-
-
-def test_batches_are_padded_to_the_quantum():
-    assert padded([3]) == [3] * BATCH_QUANTUM
-    assert padded(list(range(BATCH_QUANTUM))) == list(range(BATCH_QUANTUM))
-    assert padded(list(range(33))) == list(range(33)) + [32] * (BATCH_QUANTUM - 1)
