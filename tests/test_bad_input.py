@@ -5,6 +5,7 @@ sweep point, through ``python -m attnsvm.run`` in a subprocess (slow)."""
 from __future__ import annotations
 
 import pytest
+import torch
 from cli_helpers import REPO, SMALL, run_cli
 from hydra import compose, initialize_config_dir
 
@@ -48,6 +49,8 @@ BAD = [
     (["dtype=float16"], ["dtype", "float64", "float32"]),
     (["device=tpu"], ["device", "cpu", "cuda"]),
 ]
+if not torch.cuda.is_available():
+    BAD.append((["device=cuda"], ["device", "cpu (no CUDA device here)"]))
 
 
 def _error(overrides: list[str]) -> str:
