@@ -55,13 +55,16 @@ def test_every_launcher_gives_identical_rows(sweeps):
 @pytest.mark.skipif(not HAS_SUBMITIT, reason="hydra-submitit-launcher not installed (.[slurm])")
 def test_submitit_sweep_resumes_and_records_its_jobs(sweeps):
     sweep_dir = sweeps["submitit_local"]
-    assert list(sweep_dir.glob(".submitit/*/*_result.pkl"))  # jobs ran through submitit
+    assert len(list(sweep_dir.glob(".submitit/*/*_result.pkl"))) == 2  # ran through submitit
+    jobs = {p: p.read_bytes() for p in sweep_dir.glob("*/job.json")}
     res = run_cli(
         *SWEEP, *LAUNCHERS["submitit_local"], f"hydra.sweep.dir={sweep_dir}", multirun=True
     )
     assert res.returncode == 0, res.stdout
-    assert res.stdout.count("already finished") == 2, res.stdout
     assert "2 finished" in res.stdout
+    assert {p: p.read_bytes() for p in sweep_dir.glob("*/job.json")} == jobs  # nothing rerun
+    logs = "".join(p.read_text() for p in sweep_dir.glob(".submitit/*/*_log.*"))
+    assert logs.count("already finished") == 2, logs
 
 
 @pytest.mark.slow
