@@ -15,12 +15,29 @@ import pandas as pd
 import pytest
 from cli_helpers import REPO, SMALL, attnsvm_cmd, cli_env, job_dirs, run_cli, sweep_table
 
-SWEEP = ["dataset.d=2,3,4,5,6,7", *SMALL, "hydra.launcher.n_jobs=2"]
+# eight jobs, each long enough (1500 GD steps) that kills land inside jobs and their writes
+SWEEP = [
+    "dataset.d=2,3,4,5,6,7,8,9",
+    "seeds=3",
+    "dataset.n=4",
+    "optimizer.steps=1500",
+    "optimizer.checkpoint_every=100",
+    "hydra.launcher.n_jobs=2",
+]
 KILLS = 3
 
 
-def _kill_at_random(sweep_dir, delay: float) -> None:
-    """Start the sweep in its own process group and SIGKILL the whole group after ``delay``."""
+def _compute_window(sweep_dir) -> float:
+    """Seconds from the first job's start to the last job's end in a finished sweep."""
+    jobs = [json.loads((d / "job.json").read_text()) for d in job_dirs(sweep_dir)]
+    ends = [(d / "job.json").stat().st_mtime for d in job_dirs(sweep_dir)]
+    return max(ends) - min(j["started"] for j in jobs)
+
+
+def _kill_at_random(sweep_dir, rng: random.Random, window: float) -> None:
+    """Start the sweep in its own process group; once a job is computing (a job.json appears
+    or changes), SIGKILL the whole group at a random instant of the next ``window`` seconds."""
+    seen = {p: p.stat().st_mtime_ns for p in sweep_dir.rglob("job.json")}
     proc = subprocess.Popen(
         attnsvm_cmd(*SWEEP, f"hydra.sweep.dir={sweep_dir}", multirun=True),
         cwd=REPO,
@@ -29,8 +46,17 @@ def _kill_at_random(sweep_dir, delay: float) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    time.sleep(delay)
-    os.killpg(proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline:
+        now = {p: p.stat().st_mtime_ns for p in sweep_dir.rglob("job.json")}
+        if now != seen:
+            break
+        time.sleep(0.02)
+    time.sleep(rng.uniform(0, window))
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the sweep had already finished
+        pass
     proc.wait()
     for _ in range(100):  # joblib's workers belong to the group too: wait until all are gone
         try:
@@ -47,7 +73,7 @@ def _assert_intact(sweep_dir) -> None:
         job = json.loads((d / "job.json").read_text())
         assert job["status"] in ("running", "finished", "failed")
         if job["status"] == "finished":
-            assert len(pd.read_parquet(d / "runs.parquet")) == 3
+            assert len(pd.read_parquet(d / "runs.parquet")) == 3  # seeds=3
             pd.read_parquet(d / "trajectory.parquet")
     for table in sweep_dir.rglob("*.parquet"):
         pd.read_parquet(table)
@@ -56,15 +82,17 @@ def _assert_intact(sweep_dir) -> None:
 @pytest.mark.slow
 def test_sigkill_and_resume_gives_the_uninterrupted_tables(tmp_path):
     ref_dir, dir_ = tmp_path / "reference", tmp_path / "killed"
-    t0 = time.monotonic()
     ref = run_cli(*SWEEP, f"hydra.sweep.dir={ref_dir}", multirun=True)
-    ref_seconds = time.monotonic() - t0
     assert ref.returncode == 0, ref.stdout
+    window = _compute_window(ref_dir)
 
-    rng = random.Random(6)
+    rng, unfinished = random.Random(6), []
     for _ in range(KILLS):
-        _kill_at_random(dir_, rng.uniform(0.15, 0.95) * ref_seconds)
+        _kill_at_random(dir_, rng, window)
         _assert_intact(dir_)
+        statuses = [json.loads((d / "job.json").read_text())["status"] for d in job_dirs(dir_)]
+        unfinished.append(8 - statuses.count("finished"))
+    assert unfinished[0] > 0, "the first kill came after the sweep had finished"
 
     resumed = run_cli(*SWEEP, f"hydra.sweep.dir={dir_}", multirun=True)
     assert resumed.returncode == 0, resumed.stdout
@@ -72,7 +100,7 @@ def test_sigkill_and_resume_gives_the_uninterrupted_tables(tmp_path):
     assert not [p for d in job_dirs(dir_) for p in d.glob(".*.tmp")], "temp files left"
     assert [json.loads((d / "job.json").read_text())["status"] for d in job_dirs(dir_)] == [
         "finished"
-    ] * 6
+    ] * 8
     pd.testing.assert_frame_equal(sweep_table(dir_), sweep_table(ref_dir), check_exact=True)
     pd.testing.assert_frame_equal(
         sweep_table(dir_, "trajectory.parquet"),
