@@ -25,11 +25,13 @@ class Generator(str, Enum):
     random = "random"  # published generator, PAPER.md §2
     relu = "relu"  # published ReLU-head generator (V, then X, Y, Z)
     paths = "paths"  # hand-placed 2-D clusters of the path pictures
+    orthonormal = "orthonormal"  # orthonormal tokens, Y = +1 (the lambda-head experiment)
 
 
 class Attention(str, Enum):
     cross = "cross"
     self = "self"
+    sequential = "sequential"  # every token is a query (optionally causal), PAPER.md §5
 
 
 class Parameterization(str, Enum):
@@ -41,6 +43,7 @@ class Init(str, Enum):
     torch = "torch"  # nn.Linear's default: U(-1/sqrt(d), 1/sqrt(d)), as the published notebooks
     zeros = "zeros"
     normal = "normal"  # init_scale * N(0, 1)
+    cone = "cone"  # c * W^mm_alpha / ||W^mm_alpha|| + noise, alpha locally optimal, not global
 
 
 class Optimizer(str, Enum):
@@ -58,8 +61,15 @@ class FroMethod(str, Enum):
     cvxpy = "cvxpy"  # the plain model, for cross-checks
 
 
-class Head(str, Enum):
-    linear = "linear"
+# "lambda" is a keyword, so the enum is built from a mapping; Head["lambda"] is the lambda head
+Head = Enum("Head", {"linear": "linear", "relu": "relu", "lambda": "lambda"}, type=str)
+Head.__doc__ = "Prediction heads of PAPER.md §1: linear, ReLU, lambda (selects a token mixture)."
+
+
+class Experiment(str, Enum):
+    gd = "gd"  # GD vs the attention SVMs (the default pipeline)
+    multitoken = "multitoken"  # multi-token SVM-equivalence of nonlinear heads (PAPER.md §3)
+    regpath = "regpath"  # regularization path: min loss s.t. ||W|| <= R on a grid of R
 
 
 class Device(str, Enum):
@@ -85,6 +95,7 @@ class DatasetConfig:
     d: int = 10
     attention: Attention = Attention.cross
     query_index: int = 0  # self-attention: z_i = x_{i, query_index}
+    causal: bool = False  # sequential attention: query k attends to tokens t <= k only
 
     def __post_init__(self) -> None:
         _require(self.n >= 1, "dataset.n", "integers >= 1", self.n)
@@ -103,7 +114,8 @@ class ParameterizationConfig:
     kind: Parameterization = Parameterization.w
     m: int | None = None  # hidden size of K, Q (default d)
     init: Init = Init.torch
-    init_scale: float = 0.1  # std of the normal init
+    init_scale: float = 0.1  # std of the normal init; noise std of the cone init
+    cone_scale: float = 100.0  # cone init: ||W(0)|| before noise (c of c * W^mm_alpha)
     penalty: float = 2.220446049250313e-16  # lambda of lambda(|K|^2 + |Q|^2); float64 eps
 
     def __post_init__(self) -> None:
@@ -152,6 +164,64 @@ class SolverConfig:
 @dataclass
 class HeadConfig:
     kind: Head = Head.linear
+    lam: float = 0.0  # lambda head: f_i = v^T xbar_i - lam * ||xbar_i||^2
+
+    def __post_init__(self) -> None:
+        _require(self.lam >= 0, "head.lam", "floats >= 0", self.lam)
+
+
+@dataclass
+class MultitokenConfig:
+    """Multi-token SVM-equivalence (PAPER.md §3) and the published acceptance filters."""
+
+    threshold: float = 1e-3  # O_i = {t : s_it >= threshold} (published 1e-3)
+    zero_threshold: float = 1e-6  # a masked prob counts as zero below it (published 1e-6)
+    target_accepted: int | None = None  # draw and train seeds until this many are accepted
+    max_tried: int = 1_000_000  # stop drawing after this many seeds, accepted or not
+
+    def __post_init__(self) -> None:
+        _require(
+            0 < self.zero_threshold <= self.threshold < 1,
+            "multitoken.zero_threshold/threshold",
+            "0 < zero_threshold <= threshold < 1",
+            (self.zero_threshold, self.threshold),
+        )
+        _require(
+            self.target_accepted is None or self.target_accepted >= 1,
+            "multitoken.target_accepted",
+            "null or integers >= 1",
+            self.target_accepted,
+        )
+        _require(self.max_tried >= 1, "multitoken.max_tried", "integers >= 1", self.max_tried)
+
+
+@dataclass
+class RegpathConfig:
+    """Regularization path: min L s.t. ||W||_F <= R, or ||K||^2 + ||Q||^2 <= 2R for (K,Q)."""
+
+    r_min: float = 0.5
+    r_max: float = 200.0
+    points: int = 12  # geometric grid of R
+    steps: int = 500  # projected GD steps per R (warm-started from the previous R)
+    lr: float = 0.1  # normalized step, relative to R
+    svm_start_noise: float = 0.1  # second start: SVM direction + this relative Gaussian noise
+
+    def __post_init__(self) -> None:
+        _require(
+            0 < self.r_min < self.r_max,
+            "regpath.r_min/r_max",
+            "0 < r_min < r_max",
+            (self.r_min, self.r_max),
+        )
+        _require(self.points >= 2, "regpath.points", "integers >= 2", self.points)
+        _require(self.steps >= 1, "regpath.steps", "integers >= 1", self.steps)
+        _require(self.lr > 0, "regpath.lr", "floats > 0", self.lr)
+        _require(
+            self.svm_start_noise >= 0,
+            "regpath.svm_start_noise",
+            "floats >= 0",
+            self.svm_start_noise,
+        )
 
 
 @dataclass
@@ -172,6 +242,9 @@ class RunConfig:
     solver: SolverConfig = field(default_factory=SolverConfig)
     head: HeadConfig = field(default_factory=HeadConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    experiment: Experiment = Experiment.gd
+    multitoken: MultitokenConfig = field(default_factory=MultitokenConfig)
+    regpath: RegpathConfig = field(default_factory=RegpathConfig)
     train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
     seeds: int = 8  # how many seeds: seed, seed + 1, ..., seed + seeds - 1
     seed: int = 0
@@ -246,5 +319,7 @@ def register_configs() -> None:
         ("solver", SolverConfig),
         ("head", HeadConfig),
         ("metrics", MetricsConfig),
+        ("multitoken", MultitokenConfig),
+        ("regpath", RegpathConfig),
     ]:
         cs.store(group=group, name=f"base_{group}", node=node)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnsvm.batchops import dot_last
+from attnsvm.batchops import dot_last, sum_last
 from attnsvm.config import Attention, DatasetConfig, Generator
 
 
@@ -25,8 +25,10 @@ class Instances:
     Y: torch.Tensor  # (R, n) labels in {-1, +1}
     Z: torch.Tensor  # (R, n, d) queries z_i
     v: torch.Tensor  # (R, d) linear head
-    gamma: torch.Tensor  # (R, n, T) token scores Y_i v^T x_it
+    gamma: torch.Tensor  # (R, n, T) token scores Y_i v^T x_it (ReLU head: Y_i 1^T ReLU(V^T x_it))
     opt: torch.Tensor  # (R, n) argmax_t gamma_it
+    V: torch.Tensor | None = None  # (R, d, d) ReLU-head value matrix, ||V||_F = 1
+    mask: torch.Tensor | None = None  # (R, n, T) visible tokens (sequential/causal attention)
 
     @property
     def R(self) -> int:
@@ -41,6 +43,8 @@ class Instances:
                 k: getattr(self, k)[ix.to(self.X.device)]
                 for k in ("X", "Y", "Z", "v", "gamma", "opt")
             },
+            V=None if self.V is None else self.V[ix.to(self.X.device)],
+            mask=None if self.mask is None else self.mask[ix.to(self.X.device)],
         )
 
 
@@ -72,10 +76,72 @@ def random_instances(cfg: DatasetConfig, seeds: list[int]):
     return tuple(torch.stack([dr[k] for dr in draws]) for k in range(4))
 
 
-# generator -> function(cfg, seeds) returning float32 (X, Y, Z, v) before query selection
+def relu_instance(seed: int, n: int, T: int, d: int):
+    """One seed of the published ReLU-head generator: V, X, Y, Z in that order (float32).
+
+    V ~ N(0, I) (d, d) scaled to ||V||_F = 1; v = 1/sqrt(d) is a placeholder (not drawn).
+    """
+    g = torch.Generator().manual_seed(seed)
+    V = torch.randn((d, d), generator=g)
+    V = V / torch.norm(V)
+    X = torch.randn((n, T, d), generator=g)
+    X = X / torch.norm(X, dim=-1, keepdim=True)
+    Y = 2 * torch.ones(n) * (torch.randn(n, generator=g) > 0) - 1
+    Z = torch.randn((n, d), generator=g)
+    Z = Z / torch.norm(Z, dim=-1, keepdim=True)
+    return X, Y, Z, torch.ones(d) / d**0.5, V
+
+
+def relu_instances(cfg: DatasetConfig, seeds: list[int]):
+    """The ReLU-head generator for every seed, stacked: (X, Y, Z, v, V) in float32."""
+    draws = [relu_instance(s, cfg.n, cfg.T, cfg.d) for s in seeds]
+    return tuple(torch.stack([dr[k] for dr in draws]) for k in range(5))
+
+
+def orthonormal_instances(cfg: DatasetConfig, seeds: list[int]):
+    """Orthonormal tokens (T <= d) with Y = +1, for the lambda head: v, X, Z drawn per seed.
+
+    The tokens of sequence i are the right singular vectors of a Gaussian (T, d) matrix.
+    """
+    if cfg.T > cfg.d:
+        raise ValueError(
+            f"dataset.generator=orthonormal needs dataset.T <= dataset.d, got T={cfg.T}, d={cfg.d}"
+        )
+    out = []
+    for seed in seeds:
+        g = torch.Generator().manual_seed(seed)
+        v = torch.randn(cfg.d, generator=g)
+        v = v / torch.norm(v)
+        G = torch.randn((cfg.n, cfg.T, cfg.d), generator=g)
+        X = torch.linalg.svd(G.double(), full_matrices=False).Vh.float()  # (n, T, d)
+        Z = torch.randn((cfg.n, cfg.d), generator=g)
+        Z = Z / torch.norm(Z, dim=-1, keepdim=True)
+        out.append((X, torch.ones(cfg.n), Z, v))
+    return tuple(torch.stack([o[k] for o in out]) for k in range(4))
+
+
+# generator -> function(cfg, seeds) returning float32 (X, Y, Z, v[, V]) before query selection
 GENERATORS = {
     Generator.random: random_instances,
+    Generator.relu: relu_instances,
+    Generator.orthonormal: orthonormal_instances,
 }
+
+
+def accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
+    """The first ``count`` seeds from ``first`` on that the generator accepts.
+
+    The ReLU-head generator skips instances whose labels are all +1 (the published notebook
+    draws further seeds until enough are accepted); every other generator accepts every seed.
+    """
+    if cfg.generator != Generator.relu:
+        return list(range(first, first + count))
+    seeds, seed = [], first
+    while len(seeds) < count:
+        if bool((relu_instance(seed, cfg.n, cfg.T, cfg.d)[1] < 0).any()):
+            seeds.append(seed)
+        seed += 1
+    return seeds
 
 
 def make_instances(
@@ -89,13 +155,31 @@ def make_instances(
         raise NotImplementedError(
             f"dataset.generator={cfg.generator.value!r} has no implementation"
         )
-    X, Y, Z, v = (t.to(dtype) for t in GENERATORS[cfg.generator](cfg, seeds))
-    Z = queries(X, Z, cfg.attention, cfg.query_index)
-    return finish_instances(seeds, X, Y, Z, v, device)
+    X, Y, Z, v, *V = (t.to(dtype) for t in GENERATORS[cfg.generator](cfg, seeds))
+    mask = None
+    if cfg.attention == Attention.sequential:  # every token a query: (i, k) rows, n -> n T
+        from attnsvm.sequential import flatten_queries
+
+        X, Z, Y, mask = flatten_queries(X, Y, cfg.causal)
+    else:
+        Z = queries(X, Z, cfg.attention, cfg.query_index)
+    return finish_instances(seeds, X, Y, Z, v, device, V=V[0] if V else None, mask=mask)
 
 
-def finish_instances(seeds, X, Y, Z, v, device) -> Instances:
-    """Move to ``device`` and derive the token scores and optimal tokens."""
+def finish_instances(seeds, X, Y, Z, v, device, V=None, mask=None) -> Instances:
+    """Move to ``device`` and derive the token scores and optimal tokens.
+
+    With a ReLU-head matrix V the score is gamma_it = Y_i 1^T ReLU(V^T x_it) (PAPER.md §2);
+    hidden tokens (``mask`` false) score -inf, so opt is always visible.
+    """
     X, Y, Z, v = (t.to(device) for t in (X, Y, Z, v))
-    gamma = Y[..., None] * dot_last(X, v[:, None, None, :])  # (R, n, T)
-    return Instances(seeds, X, Y, Z, v, gamma, gamma.argmax(dim=-1))
+    if V is None:
+        gamma = Y[..., None] * dot_last(X, v[:, None, None, :])  # (R, n, T)
+    else:
+        V = V.to(device)
+        relu = torch.relu(torch.matmul(X, V.unsqueeze(1)))  # (R, n, T, d) ReLU(V^T x_it)
+        gamma = Y[..., None] * sum_last(relu)  # (R, n, T)
+    if mask is not None:
+        mask = mask.to(device)
+        gamma = gamma.masked_fill(~mask, float("-inf"))
+    return Instances(seeds, X, Y, Z, v, gamma, gamma.argmax(dim=-1), V=V, mask=mask)

@@ -18,10 +18,11 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics, svm
-from attnsvm.config import Parameterization, RunConfig
-from attnsvm.data import Instances, make_instances
+from attnsvm.config import Experiment, Init, Parameterization, RunConfig
+from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
+from attnsvm.sequential import w_mm_masked
 from attnsvm.train import Trajectory, train
 
 
@@ -50,12 +51,18 @@ def config_columns(cfg: RunConfig) -> dict:
     return {**short, **flat}
 
 
-def _solve_pair(X, Z, alpha, scfg):
-    """Frobenius and nuclear SVM at alpha; the nuclear one is skipped when no W separates alpha."""
-    fro = svm.w_mm(X, Z, alpha, scfg)
+def _solve_pair(X, Z, alpha, scfg, mask=None):
+    """Frobenius and nuclear SVM at alpha; the nuclear one is skipped when no W separates alpha.
+
+    ``mask`` (n, T): only visible tokens are constrained (sequential/causal attention)."""
+    fro = w_mm_masked(X, Z, alpha, mask, scfg, "fro")
     if fro.status == svm.INFEASIBLE:
         return fro, svm.SVMSolution("nuc", svm.INFEASIBLE, reason="Frobenius SVM infeasible")
-    return fro, svm.w_mm_nuc(X, Z, alpha, scfg)
+    return fro, w_mm_masked(X, Z, alpha, mask, scfg, "nuc")
+
+
+def _mask(inst: Instances, r: int):
+    return None if inst.mask is None else inst.mask[r].cpu().numpy()
 
 
 def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, str]:
@@ -78,9 +85,9 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
     finite = bool(np.isfinite(Ws).all() and torch.isfinite(traj.loss[:, r]).all())
     sel = traj.selected[-1, r].cpu().numpy()
     t0 = time.perf_counter()
-    fro_opt, nuc_opt = _solve_pair(X, Z, opt, scfg)
+    fro_opt, nuc_opt = _solve_pair(X, Z, opt, scfg, _mask(inst, r))
     same = bool(np.array_equal(sel, opt))
-    fro_sel, nuc_sel = (fro_opt, nuc_opt) if same else _solve_pair(X, Z, sel, scfg)
+    fro_sel, nuc_sel = (fro_opt, nuc_opt) if same else _solve_pair(X, Z, sel, scfg, _mask(inst, r))
     svm_seconds = time.perf_counter() - t0
 
     curves = {
@@ -141,7 +148,7 @@ def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
     X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
     opt = inst.opt[r].cpu().numpy()
     t0 = time.perf_counter()
-    fro, nuc = _solve_pair(X, Z, opt, cfg.solver)
+    fro, nuc = _solve_pair(X, Z, opt, cfg.solver, _mask(inst, r))
     status, reason = seed_status(True, [fro, nuc])
     return {
         "seed": inst.seeds[r],
@@ -167,11 +174,18 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
     if not cfg.train:
         return [analyse_svm_only(cfg, inst, r) for r in range(len(seeds))], []
     t0 = time.perf_counter()
-    traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer)
+    params, cone_info = None, None
+    if cfg.parameterization.init == Init.cone:  # start near a local, non-global SVM direction
+        from attnsvm.cone import cone_params
+
+        params, cone_info = cone_params(cfg, inst)
+    traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params)
     train_seconds = (time.perf_counter() - t0) / len(seeds)
     rows, trajs = [], []
     for r in range(len(seeds)):
         row, tr = analyse_seed(cfg, inst, traj, r)
+        if cone_info is not None:
+            row.update(cone_info[r], cone_converged=row["selected"] == cone_info[r]["cone_alpha"])
         row["train_seconds"] = train_seconds
         row["seconds"] = train_seconds + row["svm_seconds"]
         rows.append(row)
@@ -180,10 +194,17 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
 
 
 def run_job(cfg: RunConfig, progress=None) -> JobResult:
-    """All seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the config columns."""
+    """All seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the config columns.
+
+    ``experiment=multitoken`` and ``experiment=regpath`` are run by their own modules.
+    """
+    if cfg.experiment != Experiment.gd:
+        import importlib
+
+        return importlib.import_module(f"attnsvm.{cfg.experiment.value}").run_job(cfg, progress)
     t0 = time.perf_counter()
     torch.set_num_threads(cfg.threads)
-    seeds = cfg.seed_list
+    seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)  # relu: all-positive labels skipped
     rows, trajs = [], []
     for start in range(0, len(seeds), cfg.batch_size):
         r, t = run_batch(cfg, seeds[start : start + cfg.batch_size])

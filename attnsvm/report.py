@@ -8,6 +8,10 @@ import pandas as pd
 def summary_text(runs: pd.DataFrame, seconds: float) -> str:
     """Seeds by status, mean final correlations, saturation and convergence types."""
     first = runs.iloc[0]
+    if first.get("experiment", "gd") != "gd":  # multitoken, regpath: their own summaries
+        import importlib
+
+        return importlib.import_module(f"attnsvm.{first.experiment}").summary_text(runs, seconds)
     head = (
         f"attnsvm: n={first.n} T={first['T']} d={first.d} {first.attention}-attention, "
         f"parameterization={first.parameterization}, head={first['head']}, "

@@ -28,10 +28,13 @@ from attnsvm.data import Instances
 INIT_SEED_OFFSET = 1_000_000_007  # init draws use their own stream: seed + offset
 
 
-def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor):
-    """Scores a_it = x_it^T W z_i and s_i = softmax(a_i), via log-softmax in the input dtype."""
+def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor, mask=None):
+    """Scores a_it = x_it^T W z_i and s_i = softmax(a_i), via log-softmax in the input dtype;
+    tokens hidden by ``mask`` (R, n, T) (causal attention) get probability exactly 0."""
     Wz = torch.matmul(Z, W.transpose(-1, -2))  # (R, n, d) rows (W z_i)^T
     a = torch.matmul(X, Wz.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
+    if mask is not None:
+        a = a.masked_fill(~mask, float("-inf"))
     return elementwise(torch.exp, F.log_softmax(a, dim=-1))
 
 
@@ -39,7 +42,7 @@ def loss_and_grad_w(W: torch.Tensor, inst: Instances, head):
     """Logistic loss (R,), softmax s (R, n, T) and dL/dW (R, d, d) for the head's outputs."""
     X, Y, Z = inst.X, inst.Y, inst.Z
     n = X.shape[1]
-    s = softmax_probs(W, X, Z)
+    s = softmax_probs(W, X, Z, getattr(inst, "mask", None))
     f = head.output(s)  # (R, n)
     margin = Y * f
     loss = sum_last(elementwise(F.softplus, -margin)) / n  # (R,)

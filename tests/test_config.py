@@ -12,11 +12,11 @@ from conftest import CONF_DIR
 
 register_configs()
 GROUP_OPTIONS = {
-    "dataset": ["random"],
+    "dataset": ["random", "relu", "orthonormal"],
     "parameterization": ["w", "kq"],
     "optimizer": ["ngd", "gd"],
     "solver": ["clarabel", "scs"],
-    "head": ["linear"],
+    "head": ["linear", "relu", "lambda"],
     "metrics": ["default"],
 }
 

@@ -1,0 +1,101 @@
+"""Multi-token SVM-equivalence: W^fin, W^dir constraints, SVMeq vs W^dir, acceptance flags."""
+
+import numpy as np
+import pytest
+
+from attnsvm.config import (
+    DatasetConfig,
+    Experiment,
+    Generator,
+    Head,
+    HeadConfig,
+    MultitokenConfig,
+    OptimizerConfig,
+    RunConfig,
+)
+from attnsvm.multitoken import _pairs, acceptance_flags, fit_R, run_job, w_dir, w_fin
+
+
+def _instance(seed=0, n=3, T=4, d=6):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, T, d))
+    Z = rng.standard_normal((n, d))
+    return X / np.linalg.norm(X, axis=-1, keepdims=True), Z / np.linalg.norm(Z, axis=-1)[:, None]
+
+
+def test_w_fin_and_w_dir_satisfy_their_constraints():
+    X, Z = _instance()
+    O = np.array([[1, 1, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0]], bool)
+    s = np.where(O, np.array([[0.3, 0.7, 0, 0], [1, 0, 0, 0], [0, 0.4, 0.6, 0]]), 1e-9)
+    a = np.einsum("ntd,de,ne->nt", X, w_fin(X, Z, s, O), Z)
+    (p, q), _ = _pairs(O)
+    np.testing.assert_allclose(
+        a[q[:, 0], q[:, 1]] - a[p[:, 0], p[:, 1]],
+        np.log(s[q[:, 0], q[:, 1]] / s[p[:, 0], p[:, 1]]),
+        atol=1e-10,
+    )
+    W = w_dir(X, Z, O)
+    a = np.einsum("ntd,de,ne->nt", X, W, Z)
+    for i in range(3):
+        sel, masked = a[i, O[i]], a[i, ~O[i]]
+        np.testing.assert_allclose(sel, sel[0], atol=1e-9)  # equal scores within O_i
+        assert sel.min() - masked.max() >= 1 - 1e-9  # margin >= 1 to every masked token
+    assert min(
+        sel.min() - masked.max() for sel, masked in ((a[i, O[i]], a[i, ~O[i]]) for i in range(3))
+    ) == pytest.approx(1, abs=1e-8)
+
+
+def test_fit_R_recovers_a_planted_combination():
+    rng = np.random.default_rng(1)
+    Wf, Wd = rng.standard_normal((2, 4, 4))
+    assert fit_R(Wf + 7.5 * Wd, Wf, Wd) == pytest.approx(7.5)
+
+
+def test_acceptance_flags():
+    s = np.array([[0.5, 0.5 - 1e-8, 1e-8], [1 - 2e-4, 1e-4, 1e-4]])
+    f = acceptance_flags(s, 1e-3, 1e-6)
+    assert not f["band_ok"] and f["has_zero"] and f["masked_max"] == 1e-4
+    f = acceptance_flags(s[:1], 1e-3, 1e-6)
+    assert f["band_ok"] and f["has_zero"] and f["multi_selected"]
+
+
+def test_svmeq_beats_w_dir_where_two_tokens_stay_selected():
+    cfg = RunConfig(
+        dataset=DatasetConfig(generator=Generator.relu, n=3, T=4, d=6),
+        head=HeadConfig(kind=Head.relu),
+        optimizer=OptimizerConfig(steps=1500, checkpoint_every=500),
+        experiment=Experiment.multitoken,
+        multitoken=MultitokenConfig(target_accepted=6),
+        seed=1,
+        batch_size=40,
+    )
+    res = run_job(cfg)
+    ok = res.runs[(res.runs.status == "ok") & res.runs.multi_selected]
+    assert len(ok) >= 3
+    err_eq, err_dir = 1 - ok.corr_svmeq, 1 - ok.corr_dir
+    assert (err_eq <= err_dir + 1e-9).all()
+    assert err_eq.mean() < err_dir.mean()
+    assert res.runs.status.eq("ok").sum() == 6 and res.runs.accepted.iloc[-1]
+    steps = sorted(res.trajectory.step.unique())
+    assert steps == [0, 500, 1000, 1500]
+    ok_seeds = set(res.runs.seed[res.runs.status == "ok"])
+    assert ok_seeds <= set(res.trajectory.seed) <= set(res.runs.seed)
+
+
+def test_target_accepted_rows_do_not_depend_on_the_batch_size():
+    def job(batch_size):
+        cfg = RunConfig(
+            dataset=DatasetConfig(generator=Generator.relu, n=3, T=4, d=4),
+            head=HeadConfig(kind=Head.relu),
+            optimizer=OptimizerConfig(steps=800, checkpoint_every=400),
+            experiment=Experiment.multitoken,
+            multitoken=MultitokenConfig(target_accepted=3),
+            seed=1,
+            batch_size=batch_size,
+        )
+        return run_job(cfg).runs.set_index("seed")
+
+    a, b = job(5), job(32)
+    assert list(a.index) == list(b.index) and (a.status == "ok").sum() == 3
+    ok = a.status == "ok"
+    np.testing.assert_array_equal(a.corr_svmeq[ok], b.corr_svmeq[ok])  # bit for bit
