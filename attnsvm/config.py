@@ -61,6 +61,11 @@ class FroMethod(str, Enum):
     cvxpy = "cvxpy"  # the plain model, for cross-checks
 
 
+class NucMethod(str, Enum):
+    ipm = "ipm"  # batched primal-dual interior point on the m x m Schur complement (sdp.py)
+    cvxpy = "cvxpy"  # the plain model, one instance per call, solved by ``backend``
+
+
 # "lambda" is a keyword, so the enum is built from a mapping; Head["lambda"] is the lambda head
 Head = Enum("Head", {"linear": "linear", "relu": "relu", "lambda": "lambda"}, type=str)
 Head.__doc__ = "Prediction heads of PAPER.md §1: linear, ReLU, lambda (selects a token mixture)."
@@ -146,8 +151,9 @@ class OptimizerConfig:
 
 @dataclass
 class SolverConfig:
-    backend: Backend = Backend.CLARABEL  # nuclear-norm SDP
+    backend: Backend = Backend.CLARABEL  # nuclear-norm SDP when nuclear=cvxpy
     frobenius: FroMethod = FroMethod.nnls
+    nuclear: NucMethod = NucMethod.ipm
     tol: float = 1e-10  # solver tolerances (PAPER §6.3: tight, or support tokens are missed)
     max_iters: int = 500
     rank_rtol: float = 1e-6  # rank = #{sigma > rank_rtol * sigma_max}

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
+from threadpoolctl import threadpool_limits
 
 from attnsvm import metrics, svm
-from attnsvm.config import Experiment, Init, Parameterization, RunConfig
+from attnsvm.config import Experiment, Init, NucMethod, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
@@ -65,6 +66,22 @@ def _mask(inst: Instances, r: int):
     return None if inst.mask is None else inst.mask[r].cpu().numpy()
 
 
+def solve_pairs(cfg: RunConfig, inst: Instances, alphas: dict[int, np.ndarray]) -> dict:
+    """``_solve_pair`` for every seed position r in ``alphas`` (r -> alpha (n,)), with the
+    nuclear SVMs of all feasible seeds solved in one batched call (solver.nuclear=ipm)."""
+    scfg = cfg.solver
+    X, Z = inst.X.cpu().double().numpy(), inst.Z.cpu().double().numpy()
+    if scfg.nuclear != NucMethod.ipm or inst.mask is not None:  # masked: per instance
+        return {r: _solve_pair(X[r], Z[r], a, scfg, _mask(inst, r)) for r, a in alphas.items()}
+    probs = {r: (X[r], Z[r], a) for r, a in alphas.items()}
+    fros = {r: svm.w_mm(*pr, scfg) for r, pr in probs.items()}
+    ok = [r for r in probs if fros[r].status != svm.INFEASIBLE]
+    solved = svm.w_mm_nuc_batch([probs[r] for r in ok], scfg, feasible=[True] * len(ok))
+    nucs = dict(zip(ok, solved, strict=True))
+    skipped = svm.SVMSolution("nuc", svm.INFEASIBLE, reason="Frobenius SVM infeasible")
+    return {r: (fros[r], nucs.get(r, skipped)) for r in probs}
+
+
 def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, str]:
     """Worst-first: diverged, solver_error, infeasible (alpha = opt), inaccurate, ok."""
     if not finite:
@@ -76,19 +93,26 @@ def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, st
     return "ok", ""
 
 
-def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
-    """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``."""
+def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, pairs=None):
+    """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``.
+
+    ``pairs`` = (opt pair, selected pair or None), solved in advance (``solve_pairs``)."""
     scfg, mcfg = cfg.solver, cfg.metrics
     X, Z, gamma = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z, inst.gamma))
     opt = inst.opt[r].cpu().numpy()
     Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
     finite = bool(np.isfinite(Ws).all() and torch.isfinite(traj.loss[:, r]).all())
     sel = traj.selected[-1, r].cpu().numpy()
-    t0 = time.perf_counter()
-    fro_opt, nuc_opt = _solve_pair(X, Z, opt, scfg, _mask(inst, r))
     same = bool(np.array_equal(sel, opt))
-    fro_sel, nuc_sel = (fro_opt, nuc_opt) if same else _solve_pair(X, Z, sel, scfg, _mask(inst, r))
-    svm_seconds = time.perf_counter() - t0
+    if pairs is None:
+        mask = _mask(inst, r)
+        pairs = (
+            _solve_pair(X, Z, opt, scfg, mask),
+            None if same else _solve_pair(X, Z, sel, scfg, mask),
+        )
+    fro_opt, nuc_opt = pairs[0]
+    fro_sel, nuc_sel = pairs[0] if same else pairs[1]
+    svm_seconds = sum(s.seconds for s in {id(s): s for p in pairs if p for s in p}.values())
 
     curves = {
         "corr_fro": metrics.corr(Ws, fro_sel.W),
@@ -143,12 +167,11 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int):
     return row, pd.DataFrame(trajectory)
 
 
-def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
+def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int, pair=None) -> dict:
     """Without training: the SVMs at alpha = opt, their feasibility and ranks."""
     X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
     opt = inst.opt[r].cpu().numpy()
-    t0 = time.perf_counter()
-    fro, nuc = _solve_pair(X, Z, opt, cfg.solver, _mask(inst, r))
+    fro, nuc = pair or _solve_pair(X, Z, opt, cfg.solver, _mask(inst, r))
     status, reason = seed_status(True, [fro, nuc])
     return {
         "seed": inst.seeds[r],
@@ -162,8 +185,8 @@ def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int) -> dict:
         "norm_fro": float(np.linalg.norm(fro.W)) if fro.ok else None,
         "norm_nuc": float(np.linalg.norm(nuc.W, "nuc")) if nuc.ok else None,
         "opt": ",".join(map(str, opt)),
-        "svm_seconds": time.perf_counter() - t0,
-        "seconds": time.perf_counter() - t0,
+        "svm_seconds": fro.seconds + nuc.seconds,
+        "seconds": fro.seconds + nuc.seconds,
     }
 
 
@@ -171,8 +194,10 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
     """Train and analyse one batch of seeds; returns (rows, trajectory frames)."""
     dtype = getattr(torch, cfg.dtype.value)
     inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
+    opt = inst.opt.cpu().numpy()
     if not cfg.train:
-        return [analyse_svm_only(cfg, inst, r) for r in range(len(seeds))], []
+        pairs = solve_pairs(cfg, inst, dict(enumerate(opt)))
+        return [analyse_svm_only(cfg, inst, r, pairs[r]) for r in range(len(seeds))], []
     t0 = time.perf_counter()
     params, cone_info = None, None
     if cfg.parameterization.init == Init.cone:  # start near a local, non-global SVM direction
@@ -181,9 +206,14 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
         params, cone_info = cone_params(cfg, inst)
     traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params)
     train_seconds = (time.perf_counter() - t0) / len(seeds)
+    sel = traj.selected[-1].cpu().numpy()
+    at_opt = solve_pairs(cfg, inst, dict(enumerate(opt)))
+    at_sel = solve_pairs(
+        cfg, inst, {r: sel[r] for r in range(len(seeds)) if not np.array_equal(sel[r], opt[r])}
+    )
     rows, trajs = [], []
     for r in range(len(seeds)):
-        row, tr = analyse_seed(cfg, inst, traj, r)
+        row, tr = analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)))
         if cone_info is not None:
             row.update(cone_info[r], cone_converged=row["selected"] == cone_info[r]["cone_alpha"])
         row["train_seconds"] = train_seconds
@@ -197,6 +227,8 @@ def run_job(cfg: RunConfig, progress=None) -> JobResult:
     """All seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the config columns.
 
     ``experiment=multitoken`` and ``experiment=regpath`` are run by their own modules.
+    ``cfg.threads`` bounds torch's threads and the BLAS pools numpy/scipy use (eigh, svd,
+    nnls): on two busy cores a default two-thread BLAS made a 380 x 380 eigh 150x slower.
     """
     if cfg.experiment != Experiment.gd:
         import importlib
@@ -206,12 +238,13 @@ def run_job(cfg: RunConfig, progress=None) -> JobResult:
     torch.set_num_threads(cfg.threads)
     seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)  # relu: all-positive labels skipped
     rows, trajs = [], []
-    for start in range(0, len(seeds), cfg.batch_size):
-        r, t = run_batch(cfg, seeds[start : start + cfg.batch_size])
-        rows += r
-        trajs += t
-        if progress is not None:
-            progress(len(rows), len(seeds))
+    with threadpool_limits(limits=cfg.threads):
+        for start in range(0, len(seeds), cfg.batch_size):
+            r, t = run_batch(cfg, seeds[start : start + cfg.batch_size])
+            rows += r
+            trajs += t
+            if progress is not None:
+                progress(len(rows), len(seeds))
     chash = config_hash(cfg)
     cols = {**config_columns(cfg), "config_hash": chash}
     runs = pd.DataFrame(rows).assign(**cols)

@@ -8,7 +8,9 @@ problem is one matrix inequality built without a Python loop over (i, t).
   whatever d is; the Gram matrix <A_j, A_k> = (dx_j . dx_k)(z_j . z_k) never forms d^2 vectors.
 * Nuclear (``w_mm_nuc``): an SDP. Projecting W onto span{dx_j} on the left and span{z_i} on the
   right keeps every constraint and never increases the nuclear norm, so it is solved in that
-  reduced (p x q) space, p <= n(T-1), q <= n, and mapped back.
+  reduced (p x q) space, p <= n(T-1), q <= n, and mapped back. By default many instances are
+  solved in one call of a batched interior-point method (sdp.py, ``w_mm_nuc_batch``); the
+  per-instance cvxpy model is kept as the plain reference (``solver.nuclear=cvxpy``).
 
 Infeasible instances are reported as such, never as a rank or a direction.
 """
@@ -23,7 +25,8 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import nnls
 
-from attnsvm.config import Backend, FroMethod, SolverConfig
+from attnsvm.config import Backend, FroMethod, NucMethod, SolverConfig
+from attnsvm.sdp import nuclear_svm_batch
 
 OPTIMAL, INFEASIBLE, INACCURATE, SOLVER_ERROR = (
     "optimal",
@@ -61,7 +64,8 @@ def constraints(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray):
 
 def margins_of(W: np.ndarray, X: np.ndarray, Z: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """(x_{i alpha_i} - x_it)^T W z_i for every (i, t), +inf at t = alpha_i."""
-    scores = np.einsum("ntd,de,ne->nt", X, W, Z)  # (n, T) a_it
+    Wz = Z @ W.T  # (n, d) rows (W z_i)^T
+    scores = np.einsum("ntd,nd->nt", X, Wz)  # (n, T) a_it
     m = scores[np.arange(len(alpha)), alpha][:, None] - scores
     m[np.arange(len(alpha)), alpha] = np.inf
     return m
@@ -98,9 +102,11 @@ def w_mm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> 
     return _finish(sol, X, Z, alpha, cfg) if sol.W is not None else sol
 
 
-def _fro_nnls(X, Z, alpha) -> SVMSolution:
-    """Least-distance programming: NNLS on E = [M; 1^T], f = e_last with M^T M = Gram(A)."""
-    dx, zq, _ = constraints(X, Z, alpha)
+def _ldp_dual(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-distance programming: NNLS on E = [M; 1^T], f = e_last with M^T M = Gram(A).
+
+    Returns u and the slack 1 - sum(u), the residual's last entry: 0 iff 0 is in conv{A_j},
+    i.e. iff no W has every margin >= 1 (whatever the norm)."""
     gram = (dx @ dx.T) * (zq @ zq.T)  # (m, m) <A_j, A_k>
     evals, evecs = np.linalg.eigh(gram)
     M = np.sqrt(np.clip(evals, 0, None))[:, None] * evecs.T  # (m, m), M^T M = gram
@@ -109,7 +115,13 @@ def _fro_nnls(X, Z, alpha) -> SVMSolution:
     f = np.zeros(m + 1)
     f[-1] = 1.0
     u, _ = nnls(E, f, maxiter=50 * (m + 1))
-    slack = 1.0 - u.sum()  # the residual's last entry; 0 iff 0 is in conv{A_j}
+    return u, 1.0 - u.sum()
+
+
+def _fro_nnls(X, Z, alpha) -> SVMSolution:
+    """W^mm = sum_j mu_j A_j with mu the least-distance dual scaled by its slack."""
+    dx, zq, _ = constraints(X, Z, alpha)
+    u, slack = _ldp_dual(dx, zq)
     if slack <= 1e-12:
         return SVMSolution("fro", INFEASIBLE, reason="0 lies in the convex hull of the constraints")
     mu = u / slack  # dual variables of the constraints
@@ -126,10 +138,51 @@ def _reduced_basis(A: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
 
 def w_mm_nuc(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> SVMSolution:
     """Nuclear-norm attention SVM W^mm_{*,alpha}, solved in the reduced space and mapped back."""
+    if cfg.nuclear == NucMethod.ipm:
+        return w_mm_nuc_batch([(X, Z, alpha)], cfg)[0]
     t0 = time.perf_counter()
     sol = _cvx_solve(X, Z, alpha, cfg, "nuc")
     sol.seconds = time.perf_counter() - t0
     return _finish(sol, X, Z, alpha, cfg) if sol.W is not None else sol
+
+
+def w_mm_nuc_batch(
+    problems: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    cfg: SolverConfig,
+    feasible: list[bool] | None = None,
+) -> list[SVMSolution]:
+    """W^mm_{*,alpha} for many (X, Z, alpha) at once: reduced factors of equal shape go to one
+    call of the batched interior-point method (sdp.py). ``feasible`` (known from the Frobenius
+    SVM, whose feasibility is the same) skips the feasibility test."""
+    t0 = time.perf_counter()
+    sols: list[SVMSolution | None] = [None] * len(problems)
+    groups: dict[tuple, list] = {}
+    for k, (X, Z, alpha) in enumerate(problems):
+        dx, zq, _ = constraints(X, Z, alpha)
+        U, V = _reduced_basis(dx), _reduced_basis(Z)  # (d, p), (d, q)
+        if U.shape[1] == 0 or V.shape[1] == 0:
+            sols[k] = SVMSolution("nuc", INFEASIBLE, reason="every constraint matrix is zero")
+        elif not (feasible[k] if feasible is not None else _ldp_dual(dx, zq)[1] > 1e-12):
+            sols[k] = SVMSolution("nuc", INFEASIBLE, reason="0 lies in the convex hull of A_j")
+        else:
+            shape = (len(dx), U.shape[1], V.shape[1])
+            groups.setdefault(shape, []).append((k, dx @ U, zq @ V, U, V))
+    for items in groups.values():
+        a = np.stack([it[1] for it in items])  # (B, m, p)
+        b = np.stack([it[2] for it in items])  # (B, m, q)
+        Wr, status, _ = nuclear_svm_batch(a, b, tol=cfg.tol, max_iter=cfg.max_iters)
+        for (k, _, _, U, V), W, st in zip(items, Wr, status, strict=True):
+            if st == OPTIMAL:
+                sols[k] = SVMSolution("nuc", OPTIMAL, W=U @ W @ V.T)
+            else:  # rare: the plain per-instance model decides
+                sols[k] = _cvx_solve(*problems[k], cfg, "nuc")
+                sols[k].reason = f"interior point {st}; cvxpy: {sols[k].reason or 'ok'}"
+    seconds = (time.perf_counter() - t0) / max(len(problems), 1)
+    for sol, (X, Z, alpha) in zip(sols, problems, strict=True):
+        sol.seconds = seconds
+        if sol.W is not None:
+            _finish(sol, X, Z, alpha, cfg)
+    return sols
 
 
 def _solver_kwargs(cfg: SolverConfig) -> dict:

@@ -38,14 +38,15 @@ def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor, mask=None):
     return elementwise(torch.exp, F.log_softmax(a, dim=-1))
 
 
-def loss_and_grad_w(W: torch.Tensor, inst: Instances, head):
-    """Logistic loss (R,), softmax s (R, n, T) and dL/dW (R, d, d) for the head's outputs."""
+def loss_and_grad_w(W: torch.Tensor, inst: Instances, head, with_loss: bool = True):
+    """Logistic loss (R,) (None unless ``with_loss``), softmax s (R, n, T) and dL/dW (R, d, d)
+    for the head's outputs."""
     X, Y, Z = inst.X, inst.Y, inst.Z
     n = X.shape[1]
     s = softmax_probs(W, X, Z, getattr(inst, "mask", None))
     f = head.output(s)  # (R, n)
     margin = Y * f
-    loss = sum_last(elementwise(F.softplus, -margin)) / n  # (R,)
+    loss = sum_last(elementwise(F.softplus, -margin)) / n if with_loss else None  # (R,)
     c = -Y * elementwise(torch.sigmoid, -margin) / n  # (R, n) dL/df_i
     G = c.unsqueeze(-1) * s * head.centred_values(s)  # (R, n, T) dL/da_it
     u = torch.matmul(G.unsqueeze(-2), X).squeeze(-2)  # (R, n, d) sum_t G_it x_it
@@ -126,8 +127,12 @@ def _step_size(cfg: OptimizerConfig, gnorm: torch.Tensor) -> torch.Tensor:
     """lr / (||g|| + eps) for ngd, lr for gd; a zero gradient takes no step."""
     if cfg.kind == Optimizer.gd:
         return torch.full_like(gnorm, cfg.lr)
-    scale = cfg.lr / (gnorm + cfg.eps)
-    return torch.where(gnorm > 0, scale, torch.zeros_like(scale))
+    return torch.where(gnorm > 0, cfg.lr / (gnorm + cfg.eps), 0.0)
+
+
+def checkpoint_steps(steps: int, every: int) -> list[int]:
+    """Steps at which ``train`` records: every ``every`` steps and the last one."""
+    return sorted(set(range(0, steps + 1, every)) | {steps})
 
 
 def train(
@@ -137,45 +142,56 @@ def train(
     ocfg: OptimizerConfig,
     params: Params | None = None,
 ) -> Trajectory:
-    """Run ``ocfg.steps`` steps of (normalized) GD; checkpoint every k steps and at the end."""
-    d = inst.X.shape[-1]
+    """Run ``ocfg.steps`` steps of (normalized) GD; checkpoint every k steps and at the end.
+
+    Loss, penalty and ||grad|| are only formed at checkpoints, into preallocated buffers;
+    the update itself is the same arithmetic at every step.
+    """
+    R, n, _, d = inst.X.shape
     p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
-    every, steps = ocfg.checkpoint_every, ocfg.steps
-    rec: dict[str, list] = {k: [] for k in ("steps", "W", "loss", "gnorm", "smax", "smin", "sel")}
-    for k in range(steps + 1):
+    kq = p.W is None
+    ckpts = checkpoint_steps(ocfg.steps, ocfg.checkpoint_every)
+    like = dict(dtype=inst.X.dtype, device=inst.X.device)
+    C = len(ckpts)
+    rec = Trajectory(
+        steps=ckpts,
+        W=torch.empty(C, R, d, d, **like),
+        loss=torch.empty(C, R, **like),
+        grad_norm=torch.empty(C, R, **like),
+        softmax_max=torch.empty(C, R, **like),
+        softmax_min_max=torch.empty(C, R, **like),
+        selected=torch.empty(C, R, n, dtype=torch.long, device=inst.X.device),
+        final_softmax=None,
+    )
+    c = 0
+    for k in range(ocfg.steps + 1):
+        at_ckpt = c < C and ckpts[c] == k
         W = p.attention_matrix()
-        loss, s, gW = loss_and_grad_w(W, inst, head)
-        if p.W is None:  # chain rule to the factors, plus the vanishing penalty
+        loss, s, gW = loss_and_grad_w(W, inst, head, with_loss=at_ckpt)
+        if kq:  # chain rule to the factors, plus the vanishing penalty
             gK = torch.matmul(gW, p.Q) + 2 * pcfg.penalty * p.K
             gQ = torch.matmul(gW.transpose(-1, -2), p.K) + 2 * pcfg.penalty * p.Q
-            loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
             nK, nQ = frob(gK), frob(gQ)
-            gnorm = torch.sqrt(nK**2 + nQ**2)
         else:
             gnorm = frob(gW)
-        if k % every == 0 or k == steps:
+        if at_ckpt:
+            if kq:
+                loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
+                gnorm = torch.sqrt(nK**2 + nQ**2)
             smax = s.max(dim=-1)
-            rec["steps"].append(k)
-            rec["W"].append(W.clone())
-            rec["loss"].append(loss)
-            rec["gnorm"].append(gnorm)
-            rec["smax"].append(sum_last(smax.values) / smax.values.shape[-1])
-            rec["smin"].append(smax.values.min(-1).values)
-            rec["sel"].append(smax.indices)
-        if k == steps:
+            rec.W[c] = W
+            rec.loss[c] = loss
+            rec.grad_norm[c] = gnorm
+            rec.softmax_max[c] = sum_last(smax.values) / n
+            rec.softmax_min_max[c] = smax.values.min(-1).values
+            rec.selected[c] = smax.indices
+            c += 1
+        if k == ocfg.steps:
             break
-        if p.W is None:
+        if kq:
             p.K = p.K - _step_size(ocfg, nK)[:, None, None] * gK
             p.Q = p.Q - _step_size(ocfg, nQ)[:, None, None] * gQ
         else:
             p.W = p.W - _step_size(ocfg, gnorm)[:, None, None] * gW
-    return Trajectory(
-        steps=rec["steps"],
-        W=torch.stack(rec["W"]),
-        loss=torch.stack(rec["loss"]),
-        grad_norm=torch.stack(rec["gnorm"]),
-        softmax_max=torch.stack(rec["smax"]),
-        softmax_min_max=torch.stack(rec["smin"]),
-        selected=torch.stack(rec["sel"]),
-        final_softmax=s,
-    )
+    rec.final_softmax = s
+    return rec

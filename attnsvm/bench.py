@@ -1,0 +1,484 @@
+"""Benchmarks: attnsvm against the naive way of doing the same math, and whole experiments.
+
+    python -m attnsvm.bench           # published settings, minutes; writes docs/benchmarks.md
+    python -m attnsvm.bench --quick   # smaller samples, scaled up; about two minutes
+
+The naive baselines are what the published notebooks do: one seed at a time, an nn-style model,
+``loss.backward()``, normalize, step (autograd's gradient, the cancellation-prone form of
+PAPER.md §6.1); and one cvxpy model per SVM built with a Python loop over the constraints
+(i, t), in the full d x d space, default solver settings. Ratios come from the same process,
+naive and ours interleaved. Whole experiments run in fresh worker processes, one per core as
+the joblib launcher would, each reporting its CPU time and peak resident memory (ru_maxrss).
+Benchmarks are never unit tests; tests/test_speed_paths.py checks that the fast paths agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import statistics
+import time
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+import cvxpy as cp
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+
+from attnsvm import svm
+from attnsvm.config import (
+    DatasetConfig,
+    HeadConfig,
+    OptimizerConfig,
+    Parameterization,
+    ParameterizationConfig,
+    RunConfig,
+    SolverConfig,
+)
+from attnsvm.data import make_instances
+from attnsvm.heads import make_head
+from attnsvm.pipeline import run_job
+from attnsvm.train import train
+
+RANK_NT = [(5, 5), (10, 5), (15, 5), (5, 10), (5, 15)]  # n in {5,10,15} @ T=5, T in {5,10,15} @ n=5
+RANK_D = [1, 2, 3, 4, 5, 10, 15, 20]
+MULTITOKEN_D = [4, 6, 8, 10]
+
+
+# ---------------------------------------------------------------- naive baselines
+class NaiveAttention(torch.nn.Module):
+    """The published notebooks' model: W (or K, Q) as bias-free nn.Linear, linear head v."""
+
+    def __init__(self, d: int, kq: bool):
+        super().__init__()
+        self.kq = kq
+        if kq:
+            self.K = torch.nn.Linear(d, d, bias=False)
+            self.Q = torch.nn.Linear(d, d, bias=False)
+        else:
+            self.W = torch.nn.Linear(d, d, bias=False)
+
+    def forward(self, X, Z, v):  # X (n, T, d), Z (n, d), v (d,)
+        Wz = self.K(self.Q(Z)) if self.kq else self.W(Z)  # (n, d) rows (W z_i)^T
+        s = torch.softmax(torch.einsum("ntd,nd->nt", X, Wz), dim=-1)
+        return torch.einsum("nt,ntd,d->n", s, X, v)
+
+
+def naive_train(X, Y, Z, v, kq: bool, steps: int, lr: float = 0.1, eps: float = 2.22e-16):
+    """One seed, autograd, normalized GD: p <- p - lr * grad / (||grad|| + eps)."""
+    model = NaiveAttention(X.shape[-1], kq).double()
+    for _ in range(steps):
+        loss = torch.log1p(torch.exp(-Y * model(X, Z, v))).mean()
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= lr * p.grad / (p.grad.norm() + eps)
+    return model
+
+
+def naive_svm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, norm: str):
+    """Per-constraint cvxpy model in the full d x d space, default solver settings."""
+    n, T, d = X.shape
+    W = cp.Variable((d, d))
+    cons = []
+    for i in range(n):
+        for t in range(T):
+            if t != alpha[i]:
+                cons.append((X[i, alpha[i]] - X[i, t]) @ W @ Z[i] >= 1)
+    obj = cp.norm(W, "fro") if norm == "fro" else cp.normNuc(W)
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    prob.solve()
+    return prob.status, W.value
+
+
+# ---------------------------------------------------------------- measurement helpers
+@dataclass
+class Timing:
+    wall: float  # in-process compute (the slowest worker), imports and process start excluded
+    cpu: float
+    peak_mib: float = float("nan")
+    outer: float = float("nan")  # wall including worker start and imports
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _timed(fn, *args, **kwargs) -> Timing:
+    t0, c0 = time.perf_counter(), _cpu()
+    fn(*args, **kwargs)
+    return Timing(time.perf_counter() - t0, _cpu() - c0)
+
+
+def _worker(job: tuple) -> Timing:
+    """Run one experiment part in this (fresh) process with one thread; time and peak memory."""
+    kind, payload = job
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1):
+        t0, c0 = time.perf_counter(), _cpu()
+        if kind == "jobs":
+            for cfg in payload:
+                run_job(cfg)
+        elif kind == "train":
+            inst, pcfg, ocfg = payload
+            train(inst, make_head(HeadConfig(), inst), pcfg, ocfg)
+        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+    return Timing(wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def parallel(jobs: list[tuple], workers: int = 2) -> Timing:
+    """Jobs in ``workers`` fresh spawned processes, one thread each: wall, summed CPU, max peak."""
+    t0 = time.perf_counter()
+    with get_context("spawn").Pool(processes=workers, maxtasksperchild=1) as pool:
+        parts = pool.map(_worker, jobs, chunksize=1)
+    return Timing(
+        max(p.wall for p in parts),
+        sum(p.cpu for p in parts),
+        max(p.peak_mib for p in parts),
+        time.perf_counter() - t0,
+    )
+
+
+def _split(items: list, k: int) -> list[list]:
+    return [items[i::k] for i in range(k)]
+
+
+# ---------------------------------------------------------------- benchmarks
+def _naive_runs(inst, seeds, kq: bool, steps: int) -> None:
+    for s in seeds:
+        naive_train(inst.X[s], inst.Y[s], inst.Z[s], inst.v[s], kq, steps)
+
+
+def _each(fn, probs, *args) -> list:
+    return [fn(*pr, *args) for pr in probs]
+
+
+def bench_training_ratio(quick: bool) -> dict:
+    """Per seed-run time at (6,8,10): naive autograd loop vs batched train, interleaved."""
+    steps = 300 if quick else 2000
+    n_naive, n_ours = (2, 100) if quick else (4, 100)
+    out = {}
+    for kind in (Parameterization.w, Parameterization.kq):
+        inst = make_instances(DatasetConfig(), list(range(n_ours)))
+        naive, ours = [], []
+        for rep in range(2):
+            seeds = range(rep * n_naive, (rep + 1) * n_naive)
+            kq = kind == Parameterization.kq
+            t = _timed(_naive_runs, inst, seeds, kq, steps)
+            naive.append(t.cpu / n_naive)
+            t = _timed(
+                train,
+                inst,
+                make_head(HeadConfig(), inst),
+                ParameterizationConfig(kind=kind),
+                OptimizerConfig(steps=steps),
+            )
+            ours.append(t.cpu / n_ours)
+        scale = 2000 / steps
+        out[kind.value] = (statistics.median(naive) * scale, statistics.median(ours) * scale)
+    return out
+
+
+def bench_svm_ratio(quick: bool) -> dict:
+    """Per-SVM CPU time, naive per-constraint full-space cvxpy vs ours, same instances."""
+    out = {}
+    k = 10 if quick else 20  # ours solves the k nuclear SVMs as one batch, as a job does
+    scfg = SolverConfig()
+    for n, T, d in [(6, 8, 10), (15, 5, 20)]:
+        inst = make_instances(DatasetConfig(n=n, T=T, d=d), list(range(k)))
+        probs = [(inst.X[r].numpy(), inst.Z[r].numpy(), inst.opt[r].numpy()) for r in range(k)]
+        _each(naive_svm, probs[:1], "nuc")  # warm-up: cvxpy's first-call costs
+        res = {}
+        for norm in ("fro", "nuc"):
+            naive = _timed(_each, naive_svm, probs, norm).cpu / k
+            if norm == "fro":
+                ours = _timed(_each, svm.w_mm, probs, scfg).cpu / k
+            else:
+                ours = _timed(svm.w_mm_nuc_batch, probs, scfg).cpu / k
+            res[norm] = (naive, ours)
+        out[(n, T, d)] = res
+    return out
+
+
+def naive_rank_estimate(quick: bool) -> float:
+    """CPU seconds the naive way would take for the rank experiment (sampled, extrapolated)."""
+    per_point = 1
+    ds = [2, 10, 20] if quick else RANK_D
+    total = 0.0
+    for n, T in RANK_NT:
+        per_d = []
+        for d in ds:
+            inst = make_instances(DatasetConfig(n=n, T=T, d=d), list(range(per_point)))
+            X, Z, opt = inst.X[0].numpy(), inst.Z[0].numpy(), inst.opt[0].numpy()
+            fro = _timed(_each, naive_svm, [(X, Z, opt)], "fro").cpu
+            per_d.append(fro + _timed(_each, naive_svm, [(X, Z, opt)], "nuc").cpu)
+        total += statistics.mean(per_d) * len(RANK_D) * 100
+    return total
+
+
+def rank_experiment(quick: bool) -> Timing:
+    seeds = 20 if quick else 100
+    cfgs = [
+        RunConfig(train=False, seeds=seeds, dataset=DatasetConfig(n=n, T=T, d=d))
+        for n, T in RANK_NT
+        for d in RANK_D
+    ]
+    return parallel([("jobs", part) for part in _split(cfgs, 2)])
+
+
+def local_experiment(quick: bool) -> Timing:
+    steps = 500 if quick else 2000
+    cfgs = [
+        RunConfig(
+            seeds=100,
+            parameterization=ParameterizationConfig(kind=kind),
+            optimizer=OptimizerConfig(steps=steps),
+        )
+        for kind in (Parameterization.w, Parameterization.kq)
+    ]
+    return parallel([("jobs", [c]) for c in cfgs])
+
+
+def training_throughput(quick: bool) -> dict:
+    """Seed-runs of 2000 steps per CPU-second at (6,8,10), and the threads comparison."""
+    steps = 200 if quick else 500
+    out = {}
+    for R in (100, 1000):
+        inst = make_instances(DatasetConfig(), list(range(R)))
+        head = make_head(HeadConfig(), inst)
+        for kind in (Parameterization.w, Parameterization.kq):
+            for threads in (1, 2):
+                torch.set_num_threads(threads)
+                t = _timed(
+                    train,
+                    inst,
+                    head,
+                    ParameterizationConfig(kind=kind),
+                    OptimizerConfig(steps=steps),
+                )
+                runs = R * steps / 2000
+                out[(R, kind.value, threads)] = (runs / t.wall, runs / t.cpu)
+    torch.set_num_threads(1)
+    return out
+
+
+def multitoken_estimate(quick: bool) -> tuple[float, float]:
+    """CPU seconds for multitoken (500 accepted per d at (3,4,d), 2001 steps): training measured
+    with the linear head at the batch a run would draw (500 * 8/7, labels all +1 rejected), plus
+    three Frobenius SVMs per instance standing in for W^fin, W^dir and W^1token."""
+    steps = 200 if quick else 2001
+    R = 572
+    train_cpu, svm_cpu = 0.0, 0.0
+    for d in MULTITOKEN_D:
+        inst = make_instances(DatasetConfig(n=3, T=4, d=d), list(range(R)))
+        t = _timed(
+            train,
+            inst,
+            make_head(HeadConfig(), inst),
+            ParameterizationConfig(),
+            OptimizerConfig(steps=steps),
+        )
+        train_cpu += t.cpu * 2001 / steps
+        probs = [(inst.X[r].numpy(), inst.Z[r].numpy(), inst.opt[r].numpy()) for r in range(50)]
+        t = _timed(_each, svm.w_mm, probs, SolverConfig())
+        svm_cpu += t.cpu / 50 * 3 * 500
+    return train_cpu, svm_cpu
+
+
+def large_svms() -> dict:
+    out = {}
+    scfg = SolverConfig()
+    for name, (n, T, d) in [("fro", (20, 20, 1000)), ("nuc", (20, 20, 200))]:
+        inst = make_instances(DatasetConfig(n=n, T=T, d=d), [0])
+        X, Z, opt = inst.X[0].numpy(), inst.Z[0].numpy(), inst.opt[0].numpy()
+        solve = svm.w_mm if name == "fro" else svm.w_mm_nuc
+        t0, c0 = time.perf_counter(), _cpu()
+        sol = solve(X, Z, opt, scfg)
+        t = Timing(time.perf_counter() - t0, _cpu() - c0)
+        out[name] = ((n, T, d), t, sol.status, sol.rank)
+    return out
+
+
+def naive_training_memory() -> float:
+    """Baseline peak RSS (MiB) of a fresh worker that imports attnsvm and trains 1 seed."""
+    inst = make_instances(DatasetConfig(), [0])
+    return parallel(
+        [("train", (inst, ParameterizationConfig(), OptimizerConfig(steps=10)))], 1
+    ).peak_mib
+
+
+# ---------------------------------------------------------------- report
+def machine() -> str:
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in open("/proc/cpuinfo")
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    return f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}, numpy {np.__version__}"
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main(argv: list[str] | None = None) -> str:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller samples (about a minute)")
+    ap.add_argument("--out", default="docs/benchmarks.md", help="markdown report ('' = none)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    lines: list[str] = []
+
+    def emit(s: str = "") -> None:
+        print(s, flush=True)
+        lines.append(s)
+
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    emit(f"Machine: {machine()}; {load()} at start; {stamp}")
+    emit(f"Mode: {'quick (samples scaled up)' if args.quick else 'published settings'}")
+    emit()
+    with threadpool_limits(limits=1):
+        tr = bench_training_ratio(args.quick)
+        sv = bench_svm_ratio(args.quick)
+        emit("## Ours vs naive (same process, interleaved, CPU seconds)")
+        emit()
+        emit("| what | naive | attnsvm | speed-up |")
+        emit("|---|---|---|---|")
+        for k, (a, b) in tr.items():
+            what = f"train one seed-run, 2000 steps, (6,8,10), {k}"
+            emit(f"| {what} | {a:.3f} s | {b * 1e3:.2f} ms | {a / b:.0f}x |")
+        for shape, res in sv.items():
+            for norm, (a, b) in res.items():
+                what = f"one {norm} SVM at (n,T,d)={shape}"
+                emit(f"| {what} | {a * 1e3:.1f} ms | {b * 1e3:.2f} ms | {a / b:.0f}x |")
+        emit()
+        naive_rank = naive_rank_estimate(args.quick)
+        thr = training_throughput(args.quick)
+        mt_train, mt_svm = multitoken_estimate(args.quick)
+        big = large_svms()
+    rank = rank_experiment(args.quick)
+    local = local_experiment(args.quick)
+    base_mem = naive_training_memory()
+    emit("## Whole experiments (2 worker processes, 1 thread each)")
+    emit()
+    emit("| experiment | target | wall | wall incl. start | CPU | peak RSS/worker | naive CPU |")
+    emit("|---|---|---|---|---|---|---|")
+    rseeds = "20 seeds/point (quick)" if args.quick else "100 seeds/point"
+    lsteps = "500 steps (quick)" if args.quick else "2000 steps"
+    emit(
+        f"| rank: 8000 SVMs, {rseeds} | <= 20 s | {rank.wall:.1f} s | {rank.outer:.1f} s "
+        f"| {rank.cpu:.1f} s "
+        f"| {rank.peak_mib:.0f} MiB | {naive_rank:.0f} s |"
+    )
+    emit(
+        f"| local: 100 seeds x (W, KQ), {lsteps}, 400 SVMs "
+        f"| <= 3 s | {local.wall:.1f} s | {local.outer:.1f} s | {local.cpu:.1f} s "
+        f"| {local.peak_mib:.0f} MiB | "
+        f"{(tr['w'][0] + tr['kq'][0]) * 100:.0f} s + SVMs |"
+    )
+    emit(
+        f"| multitoken (estimate: linear-head training + 3 Frobenius SVMs/instance) | <= 5 min "
+        f"| {(mt_train + mt_svm) / 2:.0f} s on 2 cores | - | {mt_train + mt_svm:.0f} s | - | - |"
+    )
+    emit()
+    emit(f"Idle worker after imports + 1 tiny run: {base_mem:.0f} MiB peak RSS.")
+    emit()
+    emit("## Training throughput at (6,8,10) (seed-runs of 2000 steps per second)")
+    emit()
+    emit("| seeds in batch | param | threads | per wall s | per CPU s (per core) |")
+    emit("|---|---|---|---|---|")
+    for (R, kind, th), (w, c) in thr.items():
+        emit(f"| {R} | {kind} | {th} | {w:.0f} | {c:.0f} |")
+    emit()
+    emit("## Large SVMs (one instance, 1 thread)")
+    emit()
+    emit("| SVM | (n,T,d) | target | wall | CPU | status | rank |")
+    emit("|---|---|---|---|---|---|---|")
+    for name, (shape, t, status, rk) in big.items():
+        target = "<= 1 s" if name == "fro" else "<= 5 s"
+        emit(f"| {name} | {shape} | {target} | {t.wall:.2f} s | {t.cpu:.2f} s | {status} | {rk} |")
+    emit()
+    emit(f"Finished with {load()}.")
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(_report(text))
+    return text
+
+
+NOTES = """
+## Reading the tables
+
+Workers are single-threaded and the two of an experiment run side by side, so on two idle
+cores an experiment's wall time is about its CPU time / 2 (the rank grid is split evenly;
+local is W on one core, (K,Q) on the other, so its wall is the (K,Q) worker's CPU time).
+"wall incl. start" adds spawning the workers and importing torch and cvxpy (about 5-10 s on
+a busy machine), which a Hydra multirun pays once per worker as well.
+
+## Where the speed comes from
+
+- **Training**: all seeds of a job are one batch dimension (`train.py`), with the hand-written
+  stable gradient; the naive baseline is one seed at a time through autograd. One torch thread
+  per process: on two shared cores, two threads made training 5-30x *slower* (table above), so
+  `threads: 1` is the default and parallelism comes from worker processes (joblib launcher).
+- **BLAS threads**: `threads` also bounds numpy/scipy's OpenBLAS pools (threadpoolctl). With the
+  default two BLAS threads on two busy cores, a 380 x 380 `eigh` took 6.9 s instead of 0.045 s
+  and the (20,20,200) nuclear SVM 46 CPU-s instead of about 1.
+- **Frobenius SVM**: the exact NNLS dual of the least-distance program, n(T-1) variables
+  whatever d is (the solution lies in the span of the constraint matrices).
+- **Nuclear SVM**: solved in the reduced (p x q) space, p <= n(T-1), q <= n, by a batched
+  primal-dual interior point (`attnsvm/sdp.py`, HKM direction, Mehrotra predictor-corrector):
+  each Newton step is an m x m Schur complement built from the rank-2 constraint matrices, so
+  no modelling layer and no dense ((p+q)(p+q+1)/2)^2 KKT block; instances of one shape (all
+  seeds of a grid point) go through one call. It stops at Clarabel's tolerance (`solver.tol`,
+  1e-10: relative gap and max-norm residuals); an instance that does not get there (about 0.5%,
+  rounding near the boundary) is re-solved by the per-instance cvxpy model
+  (`solver.nuclear=cvxpy` selects that model for everything).
+
+## Found on the way (fixed)
+
+- Seeds were not batch-invariant: torch's CPU kernels compute the last (numel mod 16) elements
+  of `exp`/`sigmoid`/`softplus` with scalar libm calls and the rest with vectorised ones, which
+  differ in the last bit, so a seed's trajectory depended on its position in the batch (a
+  seed alone vs in a batch of 50 differed from step 21 on). `train.seedwise` pads those calls'
+  inputs to a multiple of 64 so every element takes the vectorised path; trajectories are
+  unchanged wherever the old code had no scalar tail (tested), and now bit-identical alone
+  or in any batch (tested).
+
+## Known gaps
+
+- Training throughput is below the 150 seed-runs/s/core target. At (6,8,10) a step is
+  dominated by torch's batched matmuls of tiny matrices (about 55% of the time, roughly 1 ns
+  per multiply-add in the small-matrix kernel) and by log-softmax over rows of 8 (about 15%),
+  not by per-op overhead (100 and 1000 seeds per batch reach the same per-seed rate). Fewer,
+  larger contractions would change the order of summation and with it the trajectories' last
+  bits, which the bit-for-bit regression test forbids; a fused per-seed kernel (C++/numba) is
+  the next step.
+- Multitoken is an estimate: the ReLU head and the W^fin / W^dir programs are not in this
+  branch; training is measured with the linear head at (3,4,d), and each of the three SVMs per
+  instance is costed as one Frobenius SVM.
+- The naive rank time is extrapolated from one instance per (n,T,d) point (times 100).
+"""
+
+
+def _report(results: str) -> str:
+    return (
+        "# Benchmarks\n\n"
+        "Produced by `python -m attnsvm.bench` (see the module docstring for what is measured).\n"
+        "Wall times depend on what else runs on the machine; CPU times and ratios much less.\n\n"
+        + results
+        + NOTES
+    )
+
+
+if __name__ == "__main__":
+    main()
