@@ -1,3 +1,3 @@
-from attnsvm.run import main
+from attnsvm.run import cli
 
-main()
+cli()

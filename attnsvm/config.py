@@ -10,6 +10,7 @@ message names the offending key.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -280,6 +281,35 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
     plain.pop("sweep", None)
     merged = OmegaConf.merge(OmegaConf.structured(RunConfig), plain)
     return OmegaConf.to_object(merged)
+
+
+_OVERRIDE = re.compile(r"^(?P<key>[A-Za-z_][\w.]*)=")  # key=value; not +key, ~key, group/x
+_NOT_SCHEMA = ("hydra", "sweep", "sweeps")  # Hydra's own keys and the sweep definitions
+
+
+def check_override_keys(overrides: list[str]) -> None:
+    """Fail on an overridden key that the schema lacks, listing the keys it accepts.
+
+    Hydra rejects such a key too, but without saying which keys exist. Appending (``+key``),
+    deleting (``~key``) and Hydra's own options are left to Hydra.
+
+        check_override_keys(["dataset.dd=3"])  # ConfigError: ... accepted keys of dataset: ...
+    """
+    schema = OmegaConf.structured(RunConfig)
+    for arg in overrides:
+        match = _OVERRIDE.match(arg)
+        if match is None or match["key"].split(".")[0] in _NOT_SCHEMA:
+            continue
+        node, path = schema, []
+        for part in match["key"].split("."):
+            if not isinstance(node, DictConfig):
+                break
+            if part not in node:
+                where = f" of {'.'.join(path)}" if path else ""
+                raise ConfigError(
+                    f"unknown key {match['key']!r}: accepted keys{where} are {', '.join(node)}"
+                )
+            node, path = node[part], [*path, part]
 
 
 def register_configs() -> None:

@@ -3,6 +3,12 @@
 A job's identity is the hash of its resolved config less the keys that cannot change a number
 (threads, batch_size). Each file is written to a temporary name and renamed, and job.json
 comes last, so a job killed at any instant leaves either complete results or none.
+
+In a sweep, a finished job also drops a marker ``<sweep dir>/.finished/<hash>`` naming its job
+directory, so a re-run finds finished work by config hash, whatever job number or directory the
+launcher gives it this time:
+
+    done = find_finished(chash, job_dir, sweep_dir)   # Path of the finished results, or None
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 RUNS, TRAJECTORY, JOB = "runs.parquet", "trajectory.parquet", "job.json"
+FINISHED_INDEX = ".finished"  # in a sweep dir: one file per finished config hash
 NON_RESULT_KEYS = ("threads", "batch_size")
 
 
@@ -73,11 +80,13 @@ def write_json(obj: dict, path: Path) -> None:
 
 
 def read_job(job_dir: Path) -> dict | None:
+    """job.json of ``job_dir``, or None when there is none (or it is not valid JSON)."""
     path = Path(job_dir) / JOB
-    if not path.exists():
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
         return None
-    with open(path) as fh:
-        return json.load(fh)
 
 
 def is_finished(job_dir: Path, chash: str) -> bool:
@@ -90,3 +99,39 @@ def is_finished(job_dir: Path, chash: str) -> bool:
         and (Path(job_dir) / RUNS).exists()
         and (Path(job_dir) / TRAJECTORY).exists()
     )
+
+
+def mark_finished(sweep_dir: Path, chash: str, job_dir: Path) -> None:
+    """Record in the sweep's index that ``job_dir`` holds the finished results of ``chash``."""
+    index = Path(sweep_dir) / FINISHED_INDEX
+    index.mkdir(parents=True, exist_ok=True)
+    rel = os.path.relpath(Path(job_dir).resolve(), Path(sweep_dir).resolve())
+
+    def dump(tmp):
+        with open(tmp, "w") as fh:
+            fh.write(rel + "\n")
+
+    _atomic(index / chash, dump)
+
+
+def find_finished(chash: str, job_dir: Path, sweep_dir: Path | None = None) -> Path | None:
+    """Where the finished results of config ``chash`` are: ``job_dir`` itself, else the job
+    directory the sweep's index names for this hash (checked, never trusted blindly)."""
+    if is_finished(job_dir, chash):
+        return Path(job_dir)
+    if sweep_dir is None:
+        return None
+    marker = Path(sweep_dir) / FINISHED_INDEX / chash
+    try:
+        target = Path(sweep_dir) / marker.read_text().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return target if is_finished(target, chash) else None
+
+
+def remove_stale_temps(job_dir: Path) -> list[Path]:
+    """Delete temporary files a killed writer left in ``job_dir``; returns what was removed."""
+    stale = [p for p in Path(job_dir).glob(".*.tmp") if p.is_file()]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale

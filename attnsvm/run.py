@@ -3,12 +3,17 @@
 python -m attnsvm.run                                   # GD vs SVM, n=6 T=8 d=10, 8 seeds
 python -m attnsvm.run parameterization=kq dataset.d=20 optimizer.steps=5000 seeds=50
 python -m attnsvm.run -m dataset.d=2,4,8,16 parameterization=w,kq   # a parallel sweep
+python -m attnsvm.run -m dataset.d=2,4,8,16 hydra.sweep.dir=outputs/multirun/<stamp>   # resume
+
+A job whose finished results already exist in the sweep (same config hash, any job directory)
+is skipped; a missing, killed or failed one is recomputed. docs/scaling.md has the details.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -18,7 +23,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from attnsvm.config import ConfigError, register_configs, to_run_config
+from attnsvm.config import ConfigError, check_override_keys, register_configs, to_run_config
 from attnsvm.pipeline import run_job
 from attnsvm.report import summary_text
 from attnsvm.results import (
@@ -26,8 +31,11 @@ from attnsvm.results import (
     RUNS,
     TRAJECTORY,
     config_hash,
-    is_finished,
+    find_finished,
+    mark_finished,
     plain,
+    read_job,
+    remove_stale_temps,
     write_json,
     write_table,
 )
@@ -45,17 +53,42 @@ def _discard_output_dir(out: Path) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def execute(cfg: DictConfig, out: Path, multirun: bool) -> str:
-    """Run one job into ``out``; returns its final status. A failure is recorded in job.json."""
+def claim_job_dir(out: Path, chash: str) -> Path:
+    """The directory job ``chash`` writes to: ``out``, unless ``out`` holds another config's
+    job (the sweep was re-run with other values, so job numbers moved); then ``<out>-<hash>``,
+    so that no result of another config is ever overwritten."""
+    job = read_job(out)
+    if job is None or job.get("config_hash") == chash:
+        return out
+    alt = out.with_name(f"{out.name}-{chash}")
+    alt.mkdir(parents=True, exist_ok=True)
+    if (out / ".hydra").is_dir():
+        shutil.copytree(out / ".hydra", alt / ".hydra", dirs_exist_ok=True)
+    log.warning("%s holds config %s; job %s writes to %s", out, job.get("config_hash"), chash, alt)
+    return alt
+
+
+def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None = None) -> str:
+    """Run one job into ``out``; returns its final status. A failure is recorded in job.json.
+
+    In a sweep (``sweep_dir`` given) a job whose finished results exist anywhere the sweep's
+    index points to is skipped, and its fresh directory (only Hydra's files) is removed.
+    """
     try:
         run = to_run_config(cfg)
     except ConfigError as exc:
         _discard_output_dir(out)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     chash = config_hash(run)
-    if is_finished(out, chash):
-        log.info("job %s already finished in %s: skipped", chash, out)
+    done = find_finished(chash, out, sweep_dir)
+    if done is not None:
+        if done != out:
+            _discard_output_dir(out)
+        log.info("job %s already finished in %s: skipped", chash, done)
         return "skipped"
+    out = claim_job_dir(out, chash)
+    for tmp in remove_stale_temps(out):
+        log.info("removed %s, left by a killed run", tmp)
     job = {
         "config_hash": chash,
         "config": plain(run),
@@ -83,6 +116,8 @@ def execute(cfg: DictConfig, out: Path, multirun: bool) -> str:
         {**job, "status": "finished", "seconds": result.seconds, "seed_status": seed_status},
         out / JOB,
     )
+    if sweep_dir is not None:
+        mark_finished(sweep_dir, chash, out)
     print(summary_text(result.runs, result.seconds))
     print(f"  results: {out}")
     return "finished"
@@ -91,8 +126,19 @@ def execute(cfg: DictConfig, out: Path, multirun: bool) -> str:
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def main(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
-    return execute(cfg, Path(hc.runtime.output_dir), hc.mode == RunMode.MULTIRUN)
+    multirun = hc.mode == RunMode.MULTIRUN
+    sweep_dir = Path(hc.sweep.dir) if multirun else None
+    return execute(cfg, Path(hc.runtime.output_dir), multirun, sweep_dir)
+
+
+def cli() -> None:
+    """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra."""
+    try:
+        check_override_keys(sys.argv[1:])
+    except ConfigError as exc:
+        raise SystemExit(f"attnsvm: invalid config: {exc}") from None
+    main()
 
 
 if __name__ == "__main__":
-    main()
+    cli()

@@ -1,0 +1,120 @@
+"""Invalid configs fail fast, naming the key and the accepted values, and leave no output
+directory behind. Every row runs through the compose API (fast); a subset, and an invalid
+sweep point, through ``python -m attnsvm.run`` in a subprocess (slow)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from cli_helpers import REPO, SMALL, run_cli
+from hydra import compose, initialize_config_dir
+
+from attnsvm.config import check_override_keys, register_configs, to_run_config
+
+# (overrides, what the message must contain: the key and (some of) the accepted values)
+BAD = [
+    (["dataset.d=0"], ["dataset.d", "integers >= 1"]),
+    (["dataset.d=-3"], ["dataset.d", "integers >= 1"]),
+    (["dataset.T=1"], ["dataset.T", "integers >= 2"]),
+    (["dataset.n=0"], ["dataset.n", "integers >= 1"]),
+    (["dataset.n=abc"], ["dataset.n", "Integer"]),
+    (["optimizer.lr=0"], ["optimizer.lr", "floats > 0"]),
+    (["optimizer.lr=-0.1"], ["optimizer.lr", "floats > 0"]),
+    (["optimizer.steps=0"], ["optimizer.steps", "integers >= 1"]),
+    (["optimizer.checkpoint_every=0"], ["optimizer.checkpoint_every", "integers >= 1"]),
+    (["optimizer.eps=-1e-3"], ["optimizer.eps", "floats >= 0"]),
+    (["optimizer.kind=adam"], ["optimizer.kind", "ngd", "gd"]),
+    (["parameterization=qk"], ["parameterization", "kq", "w"]),
+    (["parameterization.m=0"], ["parameterization.m", "null or >= 1"]),
+    (["parameterization.init=xavier"], ["parameterization.init", "torch", "zeros", "normal"]),
+    (["dataset=mnist"], ["dataset", "random"]),
+    (["dataset.generator=mnist"], ["dataset.generator", "random"]),
+    (["dataset.dd=3"], ["dataset.dd", "generator", "query_index"]),
+    (["foo=1"], ["foo", "seeds", "dataset"]),
+    (["solver=mosek"], ["solver", "clarabel", "scs"]),
+    (["solver.backend=MOSEK"], ["solver.backend", "CLARABEL", "SCS"]),
+    (["solver.frobenius=qp"], ["solver.frobenius", "nnls", "cvxpy"]),
+    (["solver.tol=0"], ["solver.tol", "floats in (0, 1)"]),
+    (["solver.rank_rtol=1"], ["solver.rank_rtol", "floats in (0, 1)"]),
+    (["solver.max_iters=0"], ["solver.max_iters", "integers >= 1"]),
+    (["dataset.attention=self", "dataset.query_index=8"], ["dataset.query_index", "[-8, 8)"]),
+    (["dataset.attention=self", "dataset.query_index=-9"], ["dataset.query_index", "[-8, 8)"]),
+    (["metrics.delta=0"], ["metrics.delta", "floats in (0, 1)"]),
+    (["metrics.epsilon=1.5"], ["metrics.epsilon", "floats in (0, 1)"]),
+    (["head=mlp"], ["head", "linear"]),
+    (["seeds=0"], ["seeds", "integers >= 1"]),
+    (["seed=-1"], ["seed", "integers >= 0"]),
+    (["batch_size=0"], ["batch_size", "integers >= 1"]),
+    (["threads=0"], ["threads", "integers >= 1"]),
+    (["dtype=float16"], ["dtype", "float64", "float32"]),
+    (["device=tpu"], ["device", "cpu", "cuda"]),
+]
+if not torch.cuda.is_available():
+    BAD.append((["device=cuda"], ["device", "cpu (no CUDA device here)"]))
+
+
+def _error(overrides: list[str]) -> str:
+    """The message the CLI's checks raise for ``overrides`` (key check, compose, validate)."""
+    register_configs()
+    try:
+        check_override_keys(overrides)
+        with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
+            to_run_config(compose(config_name="config", overrides=overrides))
+    except Exception as exc:  # Hydra, OmegaConf and our ConfigError; Hydra prints the chain
+        chain = [exc]
+        while chain[-1].__cause__ is not None:
+            chain.append(chain[-1].__cause__)
+        return "\n".join(map(str, chain))
+    pytest.fail(f"{overrides} was accepted")
+
+
+def test_the_table_is_big_enough():
+    assert len(BAD) >= 20
+
+
+@pytest.mark.parametrize("overrides,expected", BAD, ids=[" ".join(o) for o, _ in BAD])
+def test_invalid_config_names_key_and_accepted_values(overrides, expected):
+    message = _error(overrides)
+    for text in expected:
+        assert text in message, f"{text!r} missing from: {message}"
+
+
+def test_valid_overrides_pass_the_key_check():
+    check_override_keys(["dataset.d=3", "parameterization=kq", "+sweeps=rank", "hydra.verbose=1"])
+    check_override_keys(["-m", "--config-name", "config", "hydra/launcher=basic", "~seed"])
+
+
+SUBPROCESS = [
+    ["dataset.d=0"],
+    ["parameterization=qk"],
+    ["dataset.dd=3"],
+    ["solver.backend=MOSEK"],
+    ["dataset.attention=self", "dataset.query_index=8"],
+    ["metrics.epsilon=1.5"],
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides", SUBPROCESS, ids=[" ".join(o) for o in SUBPROCESS])
+def test_cli_exits_nonzero_and_leaves_no_output_dir(tmp_path, overrides):
+    expected = dict((" ".join(o), e) for o, e in BAD)[" ".join(overrides)]
+    res = run_cli(*overrides, f"hydra.run.dir={tmp_path}/run", timeout=120)
+    assert res.returncode != 0
+    for text in expected:
+        assert text in res.stdout, res.stdout
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_invalid_sweep_point_stops_the_sweep_with_a_clear_message(tmp_path):
+    res = run_cli(
+        "dataset.T=8,1",
+        *SMALL,
+        f"hydra.sweep.dir={tmp_path}",
+        "hydra/launcher=basic",
+        multirun=True,
+    )
+    assert res.returncode != 0
+    assert "dataset.T=1 is invalid: accepted values are integers >= 2" in res.stdout
+    assert not (tmp_path / "1").exists()  # the invalid job's directory is removed
+    assert (tmp_path / "0" / "job.json").exists()

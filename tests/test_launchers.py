@@ -1,0 +1,85 @@
+"""One sweep on every launcher -> identical rows; the Slurm path end to end through
+hydra-submitit-launcher's local executor (hydra/launcher=submitit_local), resume included."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pandas as pd
+import pytest
+from cli_helpers import SMALL, run_cli, sweep_table
+
+# two jobs: submitit_local starts every job of a sweep at once
+SWEEP = ["dataset.d=4", "parameterization=w,kq", *SMALL]
+HAS_SUBMITIT = importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is not None
+HAS_RAY = importlib.util.find_spec("hydra_plugins.hydra_ray_launcher") is not None
+LAUNCHERS = {
+    "basic, batch_size=1": ["hydra/launcher=basic", "batch_size=1"],
+    "joblib n_jobs=1": ["hydra/launcher=local", "hydra.launcher.n_jobs=1"],
+    "joblib n_jobs=2, batch_size=2": [
+        "hydra/launcher=local",
+        "hydra.launcher.n_jobs=2",
+        "batch_size=2",
+    ],
+}
+if HAS_SUBMITIT:
+    LAUNCHERS["submitit_local"] = ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"]
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory):
+    """Each launcher's sweep directory, run once for the module."""
+    out = {}
+    for name, args in LAUNCHERS.items():
+        sweep_dir = tmp_path_factory.mktemp(name.split()[0].strip(","))
+        res = run_cli(*SWEEP, *args, f"hydra.sweep.dir={sweep_dir}", multirun=True)
+        assert res.returncode == 0, f"{name}:\n{res.stdout}"
+        out[name] = sweep_dir
+    return out
+
+
+@pytest.mark.slow
+def test_every_launcher_gives_identical_rows(sweeps):
+    tables = {name: sweep_table(d) for name, d in sweeps.items()}
+    trajectories = {name: sweep_table(d, "trajectory.parquet") for name, d in sweeps.items()}
+    first = next(iter(tables))
+    assert len(tables[first]) == 2 * 3
+    for name in tables:
+        pd.testing.assert_frame_equal(tables[name], tables[first], check_exact=True, obj=name)
+        pd.testing.assert_frame_equal(
+            trajectories[name], trajectories[first], check_exact=True, obj=name
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_SUBMITIT, reason="hydra-submitit-launcher not installed (.[slurm])")
+def test_submitit_sweep_resumes_and_records_its_jobs(sweeps):
+    sweep_dir = sweeps["submitit_local"]
+    assert len(list(sweep_dir.glob(".submitit/*/*_result.pkl"))) == 2  # ran through submitit
+    jobs = {p: p.read_bytes() for p in sweep_dir.glob("*/job.json")}
+    res = run_cli(
+        *SWEEP, *LAUNCHERS["submitit_local"], f"hydra.sweep.dir={sweep_dir}", multirun=True
+    )
+    assert res.returncode == 0, res.stdout
+    assert "2 finished" in res.stdout
+    assert {p: p.read_bytes() for p in sweep_dir.glob("*/job.json")} == jobs  # nothing rerun
+    logs = "".join(p.read_text() for p in sweep_dir.glob(".submitit/*/*_log.*"))
+    assert logs.count("already finished") == 2, logs
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not HAS_RAY,
+    reason="hydra-ray-launcher not installed: it needs its own venv (.[ray], docs/scaling.md)",
+)
+def test_ray_gives_the_same_rows(sweeps, tmp_path):
+    args = [
+        "hydra/launcher=ray_cluster",
+        "+hydra.launcher.ray.init.num_cpus=2",
+        "+hydra.launcher.ray.init.include_dashboard=false",
+    ]
+    res = run_cli(*SWEEP, *args, f"hydra.sweep.dir={tmp_path}", multirun=True, timeout=600)
+    assert res.returncode == 0, res.stdout
+    pd.testing.assert_frame_equal(
+        sweep_table(tmp_path), sweep_table(next(iter(sweeps.values()))), check_exact=True
+    )
