@@ -94,6 +94,19 @@ def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, st
     return "ok", ""
 
 
+def opt_svm_columns(fro: svm.SVMSolution, nuc: svm.SVMSolution) -> dict:
+    """The columns of the SVMs at alpha = opt: feasibility, ranks, statuses, norms."""
+    return {
+        "feasible": fro.status != svm.INFEASIBLE,
+        "rank_fro": fro.rank,
+        "rank_nuc": nuc.rank,
+        "svm_status_fro": fro.status,
+        "svm_status_nuc": nuc.status,
+        "norm_fro": float(np.linalg.norm(fro.W)) if fro.ok else None,
+        "norm_nuc": float(np.linalg.norm(nuc.W, "nuc")) if nuc.ok else None,
+    }
+
+
 def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, pairs=None):
     """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``.
 
@@ -130,11 +143,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, pair
         "seed": inst.seeds[r],
         "status": status,
         "reason": reason,
-        "feasible": fro_opt.status != svm.INFEASIBLE,
-        "rank_fro": fro_opt.rank,
-        "rank_nuc": nuc_opt.rank,
-        "svm_status_fro": fro_opt.status,
-        "svm_status_nuc": nuc_opt.status,
+        **opt_svm_columns(fro_opt, nuc_opt),
         "rank_fro_sel": fro_sel.rank,
         "rank_nuc_sel": nuc_sel.rank,
         **{k: float(v[-1]) for k, v in curves.items()},
@@ -178,13 +187,7 @@ def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int, pair=None) -> dict
         "seed": inst.seeds[r],
         "status": status,
         "reason": reason,
-        "feasible": fro.status != svm.INFEASIBLE,
-        "rank_fro": fro.rank,
-        "rank_nuc": nuc.rank,
-        "svm_status_fro": fro.status,
-        "svm_status_nuc": nuc.status,
-        "norm_fro": float(np.linalg.norm(fro.W)) if fro.ok else None,
-        "norm_nuc": float(np.linalg.norm(nuc.W, "nuc")) if nuc.ok else None,
+        **opt_svm_columns(fro, nuc),
         "opt": ",".join(map(str, opt)),
         "svm_seconds": fro.seconds + nuc.seconds,
         "seconds": fro.seconds + nuc.seconds,

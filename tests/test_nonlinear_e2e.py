@@ -10,6 +10,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _figure(module: str, job_dir: Path, name: str) -> None:
+    """Run an experiment's figure command on a job directory; the PNG must be written."""
+    fig = subprocess.run(
+        [sys.executable, "-m", module, str(job_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert fig.returncode == 0, fig.stderr[-3000:]
+    assert (job_dir / name).stat().st_size > 0
+
+
 def _run(tmp_path, *overrides):
     cmd = [sys.executable, "-m", "attnsvm.run", f"hydra.run.dir={tmp_path}", *overrides]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -31,15 +44,7 @@ def test_multitoken_command(tmp_path):
         "multitoken.target_accepted=3",
     )
     assert (runs.status == "ok").sum() == 3 and "accepted 3 of" in stdout
-    fig = subprocess.run(
-        [sys.executable, "-m", "attnsvm.figures_multitoken", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert fig.returncode == 0, fig.stderr[-3000:]
-    assert (tmp_path / "multitoken.png").stat().st_size > 0
+    _figure("attnsvm.figures_multitoken", tmp_path, "multitoken.png")
     table = pd.read_csv(tmp_path / "multitoken_table.csv")
     assert len(table) == 1  # one d
 
@@ -59,12 +64,4 @@ def test_regpath_sequential_command(tmp_path):
         "regpath.steps=100",
     )
     assert len(runs) == 2 and "regpath" in stdout
-    fig = subprocess.run(
-        [sys.executable, "-m", "attnsvm.figures_regpath", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert fig.returncode == 0, fig.stderr[-3000:]
-    assert (tmp_path / "regpath.png").stat().st_size > 0
+    _figure("attnsvm.figures_regpath", tmp_path, "regpath.png")
