@@ -456,10 +456,12 @@ a busy machine), which a Hydra multirun pays once per worker as well.
 - Seeds were not batch-invariant: torch's CPU kernels compute the last (numel mod 16) elements
   of `exp`/`sigmoid`/`softplus` with scalar libm calls and the rest with vectorised ones, which
   differ in the last bit, so a seed's trajectory depended on its position in the batch (a
-  seed alone vs in a batch of 50 differed from step 21 on). `train.seedwise` pads those calls'
-  inputs to a multiple of 64 so every element takes the vectorised path; trajectories are
+  seed alone vs in a batch of 50 differed from step 21 on). `batchops.elementwise` pads those
+  calls' inputs to a multiple of 64 so every element takes the vectorised path; trajectories are
   unchanged wherever the old code had no scalar tail (tested), and now bit-identical alone
-  or in any batch (tested).
+  or in any batch (tested). Row reductions (`sum`, `mean`, long dot products) also round
+  differently with the batch shape; `batchops.dot_last` reduces every row with the same
+  small-matmul kernel.
 
 ## Known gaps
 
@@ -470,9 +472,7 @@ a busy machine), which a Hydra multirun pays once per worker as well.
   larger contractions would change the order of summation and with it the trajectories' last
   bits, which the bit-for-bit regression test forbids; a fused per-seed kernel (C++/numba) is
   the next step.
-- Multitoken is an estimate: the ReLU head and the W^fin / W^dir programs are not in this
-  branch; training is measured with the linear head at (3,4,d), and each of the three SVMs per
-  instance is costed as one Frobenius SVM.
+- Multitoken is measured at 25 accepted instances per d and scaled to 500 (see below).
 - The naive rank time is extrapolated from one instance per (n,T,d) point (times 100).
 """
 
