@@ -449,7 +449,7 @@ a busy machine), which a Hydra multirun pays once per worker as well.
   seeds of a grid point) go through one call. It stops at Clarabel's tolerance (`solver.tol`,
   1e-10: relative gap and max-norm residuals); an instance that does not get there (about 0.5%,
   rounding near the boundary) is re-solved by the per-instance cvxpy model
-  (`solver.nuclear=cvxpy` selects that model for everything).
+  (`solver=clarabel` selects that model for everything).
 
 ## Found on the way (fixed)
 

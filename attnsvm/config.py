@@ -52,6 +52,9 @@ class Optimizer(str, Enum):
 
 
 class Backend(str, Enum):
+    """Who solves the nuclear-norm SDP; CLARABEL and SCS go through one cvxpy model each."""
+
+    IPM = "IPM"  # attnsvm's batched interior point (sdp.py); Clarabel decides its rare stalls
     CLARABEL = "CLARABEL"
     SCS = "SCS"
 
@@ -59,11 +62,6 @@ class Backend(str, Enum):
 class FroMethod(str, Enum):
     nnls = "nnls"  # exact dual (Lawson-Hanson least-distance programming)
     cvxpy = "cvxpy"  # the plain model, for cross-checks
-
-
-class NucMethod(str, Enum):
-    ipm = "ipm"  # batched primal-dual interior point on the m x m Schur complement (sdp.py)
-    cvxpy = "cvxpy"  # the plain model, one instance per call, solved by ``backend``
 
 
 # "lambda" is a keyword, so the enum is built from a mapping; Head["lambda"] is the lambda head
@@ -151,9 +149,8 @@ class OptimizerConfig:
 
 @dataclass
 class SolverConfig:
-    backend: Backend = Backend.CLARABEL  # nuclear-norm SDP when nuclear=cvxpy
+    backend: Backend = Backend.IPM  # nuclear-norm SDP
     frobenius: FroMethod = FroMethod.nnls
-    nuclear: NucMethod = NucMethod.ipm
     tol: float = 1e-10  # solver tolerances (PAPER §6.3: tight, or support tokens are missed)
     max_iters: int = 500
     rank_rtol: float = 1e-6  # rank = #{sigma > rank_rtol * sigma_max}

@@ -19,7 +19,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from attnsvm import metrics, svm
-from attnsvm.config import Experiment, Generator, Init, NucMethod, Parameterization, RunConfig
+from attnsvm.config import Backend, Experiment, Generator, Init, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
@@ -69,10 +69,10 @@ def _mask(inst: Instances, r: int):
 
 def solve_pairs(cfg: RunConfig, inst: Instances, alphas: dict[int, np.ndarray]) -> dict:
     """``_solve_pair`` for every seed position r in ``alphas`` (r -> alpha (n,)), with the
-    nuclear SVMs of all feasible seeds solved in one batched call (solver.nuclear=ipm)."""
+    nuclear SVMs of all feasible seeds solved in one batched call (solver.backend=IPM)."""
     scfg = cfg.solver
     X, Z = inst.X.cpu().double().numpy(), inst.Z.cpu().double().numpy()
-    if scfg.nuclear != NucMethod.ipm or inst.mask is not None:  # masked: per instance
+    if scfg.backend != Backend.IPM or inst.mask is not None:  # masked: per instance
         return {r: _solve_pair(X[r], Z[r], a, scfg, _mask(inst, r)) for r, a in alphas.items()}
     probs = {r: (X[r], Z[r], a) for r, a in alphas.items()}
     fros = {r: svm.w_mm(*pr, scfg) for r, pr in probs.items()}

@@ -15,7 +15,8 @@ def summary_text(runs: pd.DataFrame, seconds: float) -> str:
     head = (
         f"attnsvm: n={first.n} T={first['T']} d={first.d} {first.attention}-attention, "
         f"parameterization={first.parameterization}, head={first['head']}, "
-        f"{first['optimizer.steps']} {first.optimizer} steps, {len(runs)} seeds"
+        f"{first['optimizer.steps']} {first.optimizer} steps, {len(runs)} seeds, "
+        f"nuclear SVM by {first['solver.backend']}"
     )
     counts = runs.status.value_counts().to_dict()
     if "conv_type" not in runs:  # train=false: SVMs only

@@ -10,7 +10,7 @@ problem is one matrix inequality built without a Python loop over (i, t).
   right keeps every constraint and never increases the nuclear norm, so it is solved in that
   reduced (p x q) space, p <= n(T-1), q <= n, and mapped back. By default many instances are
   solved in one call of a batched interior-point method (sdp.py, ``w_mm_nuc_batch``); the
-  per-instance cvxpy model is kept as the plain reference (``solver.nuclear=cvxpy``).
+  per-instance cvxpy model is kept as the plain reference (``solver.backend=CLARABEL`` or SCS).
 
 Infeasible instances are reported as such, never as a rank or a direction.
 """
@@ -25,7 +25,7 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import nnls
 
-from attnsvm.config import Backend, FroMethod, NucMethod, SolverConfig
+from attnsvm.config import Backend, FroMethod, SolverConfig
 from attnsvm.sdp import nuclear_svm_batch
 
 OPTIMAL, INFEASIBLE, INACCURATE, SOLVER_ERROR = (
@@ -138,7 +138,7 @@ def _reduced_basis(A: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
 
 def w_mm_nuc(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> SVMSolution:
     """Nuclear-norm attention SVM W^mm_{*,alpha}, solved in the reduced space and mapped back."""
-    if cfg.nuclear == NucMethod.ipm:
+    if cfg.backend == Backend.IPM:
         return w_mm_nuc_batch([(X, Z, alpha)], cfg)[0]
     t0 = time.perf_counter()
     sol = _cvx_solve(X, Z, alpha, cfg, "nuc")
@@ -185,8 +185,13 @@ def w_mm_nuc_batch(
     return sols
 
 
+def _cvx_backend(cfg: SolverConfig) -> str:
+    """The cvxpy solver: the configured one, Clarabel behind the interior point."""
+    return Backend.CLARABEL.value if cfg.backend == Backend.IPM else cfg.backend.value
+
+
 def _solver_kwargs(cfg: SolverConfig) -> dict:
-    if cfg.backend == Backend.CLARABEL:
+    if _cvx_backend(cfg) == Backend.CLARABEL.value:
         t = cfg.tol
         return dict(
             tol_gap_abs=t, tol_gap_rel=t, tol_feas=t, tol_ktratio=t**0.5, max_iter=cfg.max_iters
@@ -196,6 +201,7 @@ def _solver_kwargs(cfg: SolverConfig) -> dict:
 
 def _cvx_solve(X, Z, alpha, cfg: SolverConfig, norm: str) -> SVMSolution:
     """cvxpy model in the reduced space: one matrix inequality A_red vec(W_red) >= 1."""
+    backend = _cvx_backend(cfg)
     dx, zq, _ = constraints(X, Z, alpha)
     U, V = _reduced_basis(dx), _reduced_basis(Z)  # (d, p), (d, q)
     p, q = U.shape[1], V.shape[1]
@@ -208,16 +214,16 @@ def _cvx_solve(X, Z, alpha, cfg: SolverConfig, norm: str) -> SVMSolution:
     try:
         with warnings.catch_warnings():  # an inaccurate solve is reported in the status instead
             warnings.simplefilter("ignore", UserWarning)
-            prob.solve(solver=cfg.backend.value, **_solver_kwargs(cfg))
+            prob.solve(solver=backend, **_solver_kwargs(cfg))
     except cp.error.SolverError as exc:
-        return SVMSolution(norm, SOLVER_ERROR, reason=f"{cfg.backend.value}: {exc}")
+        return SVMSolution(norm, SOLVER_ERROR, reason=f"{backend}: {exc}")
     status = prob.status
     if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
-        return SVMSolution(norm, INFEASIBLE, reason=f"{cfg.backend.value} status {status}")
+        return SVMSolution(norm, INFEASIBLE, reason=f"{backend} status {status}")
     if Wr.value is None:
-        return SVMSolution(norm, SOLVER_ERROR, reason=f"{cfg.backend.value} status {status}")
+        return SVMSolution(norm, SOLVER_ERROR, reason=f"{backend} status {status}")
     sol_status = OPTIMAL if status == cp.OPTIMAL else INACCURATE
-    reason = "" if status == cp.OPTIMAL else f"{cfg.backend.value} status {status}"
+    reason = "" if status == cp.OPTIMAL else f"{backend} status {status}"
     return SVMSolution(norm, sol_status, W=U @ Wr.value @ V.T, reason=reason)
 
 

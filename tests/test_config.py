@@ -15,7 +15,7 @@ GROUP_OPTIONS = {
     "dataset": ["random", "relu", "orthonormal", "paths"],
     "parameterization": ["w", "kq"],
     "optimizer": ["ngd", "gd"],
-    "solver": ["clarabel", "scs"],
+    "solver": ["ipm", "clarabel", "scs"],
     "head": ["linear", "relu", "lambda"],
     "metrics": ["default"],
 }

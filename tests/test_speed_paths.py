@@ -14,9 +14,9 @@ import torch.nn.functional as F
 from attnsvm import svm
 from attnsvm.batchops import sum_last
 from attnsvm.config import (
+    Backend,
     DatasetConfig,
     HeadConfig,
-    NucMethod,
     Optimizer,
     OptimizerConfig,
     Parameterization,
@@ -29,8 +29,8 @@ from attnsvm.heads import make_head
 from attnsvm.pipeline import run_job
 from attnsvm.train import loss_and_grad_w, train
 
-IPM = SolverConfig(nuclear=NucMethod.ipm)
-CVX = SolverConfig(nuclear=NucMethod.cvxpy)
+IPM = SolverConfig(backend=Backend.IPM)
+CVX = SolverConfig(backend=Backend.CLARABEL)
 
 
 def problems(n: int, T: int, d: int, seeds: range):
