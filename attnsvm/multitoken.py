@@ -30,7 +30,6 @@ import cvxpy as cp
 import numpy as np
 import pandas as pd
 import torch
-from scipy.optimize import nnls
 
 from attnsvm import metrics, svm
 from attnsvm.config import Parameterization, RunConfig, SolverConfig
@@ -71,16 +70,9 @@ def w_fin(X: np.ndarray, Z: np.ndarray, s: np.ndarray, O: np.ndarray) -> np.ndar
 
 
 def _least_distance(A: np.ndarray) -> np.ndarray | None:
-    """min ||w|| s.t. A w >= 1 through the NNLS dual (as svm._fro_nnls); None if infeasible."""
-    m = A.shape[0]
-    E = np.vstack([A.T, np.ones((1, m))])  # (D + 1, m)
-    f = np.zeros(E.shape[0])
-    f[-1] = 1.0
-    u, _ = nnls(E, f, maxiter=50 * (m + 1))
-    slack = 1.0 - u.sum()
-    if slack <= 1e-12:
-        return None
-    return A.T @ (u / slack)
+    """min ||w|| s.t. A w >= 1 through svm's least-distance dual; None if infeasible."""
+    u, slack = svm.least_distance_dual(A @ A.T)
+    return None if slack <= 1e-12 else A.T @ (u / slack)
 
 
 def w_dir(X: np.ndarray, Z: np.ndarray, O: np.ndarray, feas_tol: float = 1e-6):

@@ -102,12 +102,12 @@ def w_mm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> 
     return _finish(sol, X, Z, alpha, cfg) if sol.W is not None else sol
 
 
-def _ldp_dual(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, float]:
-    """Least-distance programming: NNLS on E = [M; 1^T], f = e_last with M^T M = Gram(A).
+def least_distance_dual(gram: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-distance programming min ||w|| s.t. A w >= 1 from the Gram matrix A A^T alone:
+    NNLS on E = [M; 1^T], f = e_last with M^T M = gram (Lawson & Hanson, ch. 23).
 
     Returns u and the slack 1 - sum(u), the residual's last entry: 0 iff 0 is in conv{A_j},
-    i.e. iff no W has every margin >= 1 (whatever the norm)."""
-    gram = (dx @ dx.T) * (zq @ zq.T)  # (m, m) <A_j, A_k>
+    i.e. iff no w has every margin >= 1 (whatever the norm); else w = A^T u / slack."""
     evals, evecs = np.linalg.eigh(gram)
     M = np.sqrt(np.clip(evals, 0, None))[:, None] * evecs.T  # (m, m), M^T M = gram
     m = gram.shape[0]
@@ -116,6 +116,11 @@ def _ldp_dual(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, float]:
     f[-1] = 1.0
     u, _ = nnls(E, f, maxiter=50 * (m + 1))
     return u, 1.0 - u.sum()
+
+
+def _ldp_dual(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, float]:
+    """``least_distance_dual`` of the attention SVM: <A_j, A_k> = (dx_j . dx_k)(z_j . z_k)."""
+    return least_distance_dual((dx @ dx.T) * (zq @ zq.T))
 
 
 def _fro_nnls(X, Z, alpha) -> SVMSolution:
