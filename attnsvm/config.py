@@ -80,6 +80,15 @@ class Device(str, Enum):
     cuda = "cuda"
 
 
+class Engine(str, Enum):
+    """What trains: the fused C kernel (linear head, float64, CPU), torch, or auto (fused where
+    it applies). The two agree to rounding error, so the engine is part of the job hash."""
+
+    auto = "auto"
+    fused = "fused"
+    torch = "torch"
+
+
 class DType(str, Enum):
     float64 = "float64"
     float32 = "float32"
@@ -255,6 +264,7 @@ class RunConfig:
     device: Device = Device.cpu
     dtype: DType = DType.float64
     threads: int = 1  # torch threads; 1 is fastest for these tiny tensors (PAPER §6.5)
+    engine: Engine = Engine.auto  # training engine: fused C kernel where it applies, else torch
 
     def __post_init__(self) -> None:
         _require(self.seeds >= 1, "seeds", "integers >= 1", self.seeds)
@@ -265,6 +275,14 @@ class RunConfig:
             import torch
 
             _require(torch.cuda.is_available(), "device", "cpu (no CUDA device here)", "cuda")
+        self.train_engine  # noqa: B018  raises if engine=fused cannot run here
+
+    @property
+    def train_engine(self) -> Engine:
+        """The engine that trains: ``auto`` resolved (fused where it applies, else torch)."""
+        from attnsvm.fused import resolve_engine
+
+        return resolve_engine(self.engine, self.device, self.dtype, self.head.kind)
 
     @property
     def seed_list(self) -> list[int]:

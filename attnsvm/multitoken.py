@@ -196,7 +196,10 @@ def analyse_seed(cfg: RunConfig, X, Z, s, Ws, seed: int):
 def _train_batch(cfg: RunConfig, seeds: list[int]):
     dtype = getattr(torch, cfg.dtype.value)
     inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
-    traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer)
+    traj = train(
+        inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer,
+        engine=cfg.train_engine, threads=cfg.threads,
+    )  # fmt: skip
     return inst, traj
 
 

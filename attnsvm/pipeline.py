@@ -49,6 +49,7 @@ def config_columns(cfg: RunConfig) -> dict:
         "parameterization": cfg.parameterization.kind.value,
         "head": cfg.head.kind.value,
         "optimizer": cfg.optimizer.kind.value,
+        "train_engine": cfg.train_engine.value,  # ``engine`` resolved (auto -> fused / torch)
     }
     return {**short, **flat}
 
@@ -241,7 +242,10 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
         from attnsvm.cone import cone_params
 
         params, cone_info = cone_params(cfg, inst)
-    traj = train(inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params)
+    traj = train(
+        inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params,
+        engine=cfg.train_engine, threads=cfg.threads,
+    )  # fmt: skip
     train_seconds = (time.perf_counter() - t0) / len(seeds)
     sel = traj.selected[-1].cpu().numpy()
     at_opt = solve_pairs(cfg, inst, dict(enumerate(opt)))

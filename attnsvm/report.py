@@ -12,18 +12,23 @@ def summary_text(runs: pd.DataFrame, seconds: float) -> str:
         import importlib
 
         return importlib.import_module(f"attnsvm.{first.experiment}").summary_text(runs, seconds)
+    engine = first.get("train_engine", "torch")  # results written before engines existed
+    training = (
+        f"{first['optimizer.steps']} {first.optimizer} steps ({engine} engine)"
+        if "conv_type" in runs
+        else "SVMs only"
+    )
     head = (
         f"attnsvm: n={first.n} T={first['T']} d={first.d} {first.attention}-attention, "
-        f"parameterization={first.parameterization}, head={first['head']}, "
-        f"{first['optimizer.steps']} {first.optimizer} steps, {len(runs)} seeds, "
-        f"nuclear SVM by {first['solver.backend']}"
+        f"parameterization={first.parameterization}, head={first['head']}, {training}, "
+        f"{len(runs)} seeds, nuclear SVM by {first['solver.backend']}"
     )
     counts = runs.status.value_counts().to_dict()
     if "conv_type" not in runs:  # train=false: SVMs only
         ok = runs[runs.feasible]
         return "\n".join(
             [
-                head.replace(f"{first['optimizer.steps']} {first.optimizer} steps", "SVMs only"),
+                head,
                 "  seeds by status:    " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
                 f"  SVM at opt feasible: {len(ok)}/{len(runs)}",
                 f"  mean rank W^mm {ok.rank_fro.mean():.2f}, W^mm_* {ok.rank_nuc.mean():.2f}",

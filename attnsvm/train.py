@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from attnsvm.batchops import dot_last, elementwise, sum_last
 from attnsvm.config import (
+    Engine,
     Init,
     Optimizer,
     OptimizerConfig,
@@ -141,12 +142,19 @@ def train(
     pcfg: ParameterizationConfig,
     ocfg: OptimizerConfig,
     params: Params | None = None,
+    engine: Engine = Engine.torch,
+    threads: int = 1,
 ) -> Trajectory:
     """Run ``ocfg.steps`` steps of (normalized) GD; checkpoint every k steps and at the end.
 
-    Loss, penalty and ||grad|| are only formed at checkpoints, into preallocated buffers;
-    the update itself is the same arithmetic at every step.
+    ``engine=fused`` hands the whole run to the C kernel (``attnsvm.fused``; ``threads`` groups
+    of seeds at once). Here, with torch, loss, penalty and ||grad|| are only formed at
+    checkpoints, into preallocated buffers; the update is the same arithmetic at every step.
     """
+    if engine == Engine.fused:
+        from attnsvm.fused import train_fused  # imports this module
+
+        return train_fused(inst, head, pcfg, ocfg, params, threads)
     R, n, _, d = inst.X.shape
     p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
     kq = p.W is None

@@ -48,6 +48,8 @@ BAD = [
     (["threads=0"], ["threads", "integers >= 1"]),
     (["dtype=float16"], ["dtype", "float64", "float32"]),
     (["device=tpu"], ["device", "cpu", "cuda"]),
+    (["engine=numba"], ["engine", "auto", "fused", "torch"]),
+    (["engine=fused", "dtype=float32"], ["engine=fused", "dtype=float32", "auto, torch"]),
 ]
 if not torch.cuda.is_available():
     BAD.append((["device=cuda"], ["device", "cpu (no CUDA device here)"]))

@@ -10,6 +10,7 @@ from cli_helpers import timing_columns
 
 from attnsvm.config import (
     DatasetConfig,
+    Engine,
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
@@ -29,11 +30,14 @@ def _job(kind: Parameterization, **kw):
     return res.runs.drop(columns=timing_columns(res.runs)), res.trajectory
 
 
+@pytest.mark.parametrize("engine", [Engine.torch, Engine.fused])
 @pytest.mark.parametrize("kind", list(Parameterization))
-def test_rows_do_not_depend_on_batch_size(kind):
-    runs, traj = _job(kind, seeds=9, batch_size=1000)
-    for batch_size in (1, 7):
-        other_runs, other_traj = _job(kind, seeds=9, batch_size=batch_size)
+def test_rows_do_not_depend_on_batch_size(kind, engine):
+    runs, traj = _job(kind, seeds=9, batch_size=1000, engine=engine)
+    for batch_size, threads in ((1, 1), (7, 2)):
+        other_runs, other_traj = _job(
+            kind, seeds=9, batch_size=batch_size, threads=threads, engine=engine
+        )
         pd.testing.assert_frame_equal(other_runs, runs, check_exact=True)
         pd.testing.assert_frame_equal(other_traj, traj, check_exact=True)
 

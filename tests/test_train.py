@@ -7,6 +7,7 @@ import torch
 
 from attnsvm.config import (
     DatasetConfig,
+    Engine,
     Init,
     OptimizerConfig,
     Parameterization,
@@ -19,19 +20,21 @@ from attnsvm.pipeline import run_job
 from attnsvm.train import train
 
 
+@pytest.mark.parametrize("engine", [Engine.torch, Engine.fused])
 @pytest.mark.parametrize("kind", ["w", "kq"])
 @pytest.mark.parametrize("shape", [(6, 8, 10), (5, 5, 25)], ids=str)
-def test_seed_trajectory_independent_of_batch(kind, shape):
-    """Bit-identical: rounding differences would grow through normalized GD (PAPER §6)."""
+def test_seed_trajectory_independent_of_batch(kind, shape, engine):
+    """Bit-identical: rounding differences would grow through normalized GD (PAPER §6).
+    The fused engine runs the batch on two threads, and each seed alone in a padded group."""
     n, T, d = shape
     ds = DatasetConfig(n=n, T=T, d=d)
     pcfg = ParameterizationConfig(kind=Parameterization(kind))
     ocfg = OptimizerConfig(steps=400, checkpoint_every=10)
     big = make_instances(ds, list(range(23)))
-    t_big = train(big, LinearHead(big), pcfg, ocfg)
+    t_big = train(big, LinearHead(big), pcfg, ocfg, engine=engine, threads=2)
     for r in (0, 11, 22):
         alone = make_instances(ds, [r])
-        t_alone = train(alone, LinearHead(alone), pcfg, ocfg)
+        t_alone = train(alone, LinearHead(alone), pcfg, ocfg, engine=engine)
         for field in ("W", "loss", "grad_norm", "softmax_max", "selected"):
             assert torch.equal(getattr(t_big, field)[:, r], getattr(t_alone, field)[:, 0]), field
 

@@ -1,0 +1,221 @@
+/* Fused training kernel: whole GD trajectories of 1-layer softmax attention, linear head.
+ *
+ * Why: at the paper's sizes ((n, T, d) = (6, 8, 10)) one step is ~3000 multiply-adds per seed,
+ * far too little for torch's batched kernels, whose per-call overhead and scalar small-matrix
+ * loops dominated. Here a group of LANES seeds runs its whole trajectory in one call, and every
+ * array keeps the seed as its last axis, so each formula below is one SIMD operation on LANES
+ * seeds (GCC vector extensions: lane-wise IEEE arithmetic).
+ *
+ * Why it is batch-invariant: lane l of every operation is the same IEEE operation on seed l's
+ * numbers alone (+ - * / sqrt are exactly rounded, vector or scalar; exp is one libm call per
+ * lane), sums run in a fixed order that depends only on (n, T, d, m), and the build forbids
+ * fused multiply-add contraction (-ffp-contract=off). So a seed's trajectory has the same bits
+ * whichever group, batch size or thread runs it, and whichever of the ISA clones below runs.
+ *
+ * The math is that of attnsvm/train.py (hand-written gradient with centred token values,
+ * PAPER.md §6.1): dL/da_it = c_i s_it sum_u s_iu (h_it - h_iu), c_i = -Y_i sigmoid(-Y_i f_i) / n.
+ * Called through ctypes from attnsvm/fused.py, which documents the array layouts.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LANES 8
+typedef double vd __attribute__((vector_size(LANES * 8), aligned(8)));
+typedef int64_t vi __attribute__((vector_size(LANES * 8), aligned(8)));
+
+/* One clone per ISA, picked at load time; -DISA_CLONES= builds a single plain version. */
+#ifndef ISA_CLONES
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
+#define ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ISA_CLONES
+#endif
+#endif
+/* Helpers must be inlined into each ISA clone: a call would pass 64-byte vectors between code
+ * compiled for different ISAs, whose calling conventions for them differ. */
+#define INLINE inline __attribute__((always_inline))
+
+static INLINE vd splat(double x) {
+    vd r;
+    for (int l = 0; l < LANES; l++) r[l] = x;
+    return r;
+}
+static INLINE vd vexp(vd x) {
+    vd r;
+    for (int l = 0; l < LANES; l++) r[l] = exp(x[l]);
+    return r;
+}
+static INLINE vd vsqrt(vd x) {
+    vd r;
+    for (int l = 0; l < LANES; l++) r[l] = sqrt(x[l]);
+    return r;
+}
+static INLINE vd select_d(vi mask, vd a, vd b) { return (vd)((mask & (vi)a) | (~mask & (vi)b)); }
+static INLINE vi select_i(vi mask, vi a, vi b) { return (mask & a) | (~mask & b); }
+
+/* lr / (||g|| + eps) for normalized GD, lr for plain GD; a zero gradient takes no step. */
+static INLINE vd step_size(int ngd, double lr, double eps, vd gnorm) {
+    vd zero = splat(0.0);
+    if (!ngd) return splat(lr);
+    return select_d(gnorm > zero, splat(lr) / (gnorm + splat(eps)), zero);
+}
+
+/* Train one group of LANES seeds in place. Shapes (seed last, row-major, doubles unless said):
+ * X (n,T,d,L), Y (n,L), Z (n,d,L), h (n,T,L) = v^T x_it, visible (n,T,L) 1.0 / 0.0,
+ * W (d,d,L) or K, Q (d,m,L) with W = K Q^T (kq != 0); checkpoints ckpts (C,) int64 ascending;
+ * outputs rec_W (C,d,d,L), rec_loss, rec_gnorm, rec_smax, rec_sminmax (C,L), rec_sel (C,n,L)
+ * int64, final_s (n,T,L). Returns 0, or 1 if scratch memory could not be allocated. */
+ISA_CLONES int attnsvm_train_group(
+    int n, int T, int d, int m, const vd *X, const vd *Y, const vd *Z, const vd *h,
+    const vd *visible, vd *W, vd *K, vd *Q, int kq, double penalty, int ngd, double lr,
+    double eps, int64_t steps, const int64_t *ckpts, int C, vd *rec_W, vd *rec_loss,
+    vd *rec_gnorm, vd *rec_smax, vd *rec_sminmax, vi *rec_sel, vd *final_s) {
+    size_t count = (size_t)n * T * T + (size_t)n * T + 2 * (size_t)d + T + (size_t)d * d
+                   + 2 * (size_t)d * m;
+    vd *scratch = malloc(sizeof(vd) * count);
+    if (!scratch) return 1;
+    vd *hd = scratch;              /* (n,T,T) hd[i,q,t] = h_it - h_iq: differences first */
+    vd *s = hd + n * T * T;        /* (n,T) softmax */
+    vd *wz = s + n * T;            /* (d) W z_i */
+    vd *u = wz + d;                /* (d) sum_t dL/da_it x_it */
+    vd *G = u + d;                 /* (T) dL/da_it */
+    vd *g = G + T;                 /* (d,d) dL/dW */
+    vd *gK = g + d * d, *gQ = gK + d * m;
+    const vd zero = splat(0.0), one = splat(1.0), n_d = splat((double)n);
+    for (int i = 0; i < n; i++)
+        for (int q = 0; q < T; q++)
+            for (int t = 0; t < T; t++) hd[(i * T + q) * T + t] = h[i * T + t] - h[i * T + q];
+    vd nK = zero, nQ = zero, gnorm = zero;
+    int c = 0;
+    for (int64_t k = 0; k <= steps; k++) {
+        int at_ckpt = c < C && ckpts[c] == k;
+        if (kq)
+            for (int a = 0; a < d; a++)
+                for (int b = 0; b < d; b++) {
+                    vd acc = zero;
+                    for (int j = 0; j < m; j++) acc += K[a * m + j] * Q[b * m + j];
+                    W[a * d + b] = acc;
+                }
+        vd loss = zero;
+        for (int ab = 0; ab < d * d; ab++) g[ab] = zero;
+        for (int i = 0; i < n; i++) {
+            const vd *Xi = X + i * T * d, *Zi = Z + i * d, *hi = h + i * T;
+            const vd *vis = visible + i * T;
+            vd *si = s + i * T;
+            for (int a = 0; a < d; a++) {
+                vd acc = zero;
+                for (int b = 0; b < d; b++) acc += W[a * d + b] * Zi[b];
+                wz[a] = acc;
+            }
+            vd top = splat(-INFINITY);
+            for (int t = 0; t < T; t++) {
+                vd acc = zero;
+                for (int a = 0; a < d; a++) acc += Xi[t * d + a] * wz[a];
+                si[t] = acc;
+                top = select_d((vis[t] != zero) & (acc > top), acc, top);
+            }
+            vd total = zero;
+            for (int t = 0; t < T; t++) { /* hidden tokens get probability exactly 0 */
+                si[t] = select_d(vis[t] != zero, vexp(si[t] - top), zero);
+                total += si[t];
+            }
+            vd f = zero;
+            for (int t = 0; t < T; t++) {
+                si[t] = si[t] / total;
+                f += si[t] * hi[t];
+            }
+            vd margin = Y[i] * f;
+            if (at_ckpt) /* softplus(-margin), stable */
+                for (int l = 0; l < LANES; l++)
+                    loss[l] += fmax(-margin[l], 0.0) + log1p(exp(-fabs(margin[l])));
+            vd coef = -Y[i] / (one + vexp(margin)) / n_d; /* dL/df_i */
+            for (int t = 0; t < T; t++) {
+                vd centred = zero; /* sum_q s_iq (h_it - h_iq) */
+                for (int q = 0; q < T; q++) centred += hd[(i * T + q) * T + t] * si[q];
+                G[t] = coef * si[t] * centred;
+            }
+            for (int a = 0; a < d; a++) {
+                vd acc = zero;
+                for (int t = 0; t < T; t++) acc += G[t] * Xi[t * d + a];
+                u[a] = acc;
+            }
+            for (int a = 0; a < d; a++) /* dL/dW += u z_i^T, summed over i in order */
+                for (int b = 0; b < d; b++) g[a * d + b] += u[a] * Zi[b];
+        }
+        if (kq) { /* chain rule to the factors, plus the vanishing penalty */
+            vd pen2 = splat(2 * penalty);
+            nK = zero;
+            nQ = zero;
+            for (int a = 0; a < d; a++)
+                for (int j = 0; j < m; j++) {
+                    vd accK = zero, accQ = zero;
+                    for (int b = 0; b < d; b++) {
+                        accK += g[a * d + b] * Q[b * m + j];
+                        accQ += g[b * d + a] * K[b * m + j];
+                    }
+                    gK[a * m + j] = accK + pen2 * K[a * m + j];
+                    gQ[a * m + j] = accQ + pen2 * Q[a * m + j];
+                    nK += gK[a * m + j] * gK[a * m + j];
+                    nQ += gQ[a * m + j] * gQ[a * m + j];
+                }
+            nK = vsqrt(nK);
+            nQ = vsqrt(nQ);
+            gnorm = vsqrt(nK * nK + nQ * nQ);
+        } else {
+            vd acc = zero;
+            for (int ab = 0; ab < d * d; ab++) acc += g[ab] * g[ab];
+            gnorm = vsqrt(acc);
+        }
+        if (at_ckpt) {
+            vd pen = zero;
+            if (kq)
+                for (int aj = 0; aj < d * m; aj++) pen += K[aj] * K[aj] + Q[aj] * Q[aj];
+            rec_loss[c] = loss / n_d + splat(penalty) * pen;
+            rec_gnorm[c] = gnorm;
+            memcpy(rec_W + (size_t)c * d * d, W, sizeof(vd) * d * d);
+            vd mean_max = zero, min_max = splat(INFINITY);
+            for (int i = 0; i < n; i++) { /* argmax_t s_it, first index on ties */
+                vd best = s[i * T];
+                vi arg = {0};
+                for (int t = 1; t < T; t++) {
+                    vi better = s[i * T + t] > best;
+                    best = select_d(better, s[i * T + t], best);
+                    arg = select_i(better, (vi){0} + t, arg);
+                }
+                rec_sel[(size_t)c * n + i] = arg;
+                mean_max += best;
+                min_max = select_d(best < min_max, best, min_max);
+            }
+            rec_smax[c] = mean_max / n_d;
+            rec_sminmax[c] = min_max;
+            c++;
+        }
+        if (k == steps) break;
+        if (kq) {
+            vd step_k = step_size(ngd, lr, eps, nK), step_q = step_size(ngd, lr, eps, nQ);
+            for (int aj = 0; aj < d * m; aj++) {
+                K[aj] -= step_k * gK[aj];
+                Q[aj] -= step_q * gQ[aj];
+            }
+        } else {
+            vd step = step_size(ngd, lr, eps, gnorm);
+            for (int ab = 0; ab < d * d; ab++) W[ab] -= step * g[ab];
+        }
+    }
+    memcpy(final_s, s, sizeof(vd) * n * T);
+    free(scratch);
+    return 0;
+}
+
+int attnsvm_lanes(void) { return LANES; }
+
+/* A module object only so that the file is a regular extension (found by importlib); the
+ * kernel is called through ctypes, which releases the GIL for the call. */
+static struct PyModuleDef fused_module = {
+    PyModuleDef_HEAD_INIT, "_fused", "Fused training kernel (called through ctypes).", -1, NULL,
+};
+PyMODINIT_FUNC PyInit__fused(void) { return PyModule_Create(&fused_module); }

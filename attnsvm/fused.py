@@ -1,0 +1,159 @@
+"""The fused training engine: whole trajectories in one C call per group of seeds (CPU).
+
+``attnsvm/_fused.c`` trains LANES seeds per call with every array seed-last, so each formula
+is one SIMD operation across seeds; this module lays the batch out that way, pads the last
+group with copies of a real seed (every group is full, so every seed runs the same code), calls
+the kernel through ctypes (which releases the GIL, so ``threads`` groups run at once) and puts
+the checkpoints back into a ``Trajectory``. Same config and seed give the same bits whatever
+the batch size or thread count; the torch engine agrees to rounding error (tests/test_fused.py).
+
+    traj = train_fused(inst, head, pcfg, ocfg, params=None, threads=1)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+
+import numpy as np
+import torch
+
+from attnsvm.config import (
+    ConfigError,
+    Device,
+    DType,
+    Engine,
+    Head,
+    Optimizer,
+    OptimizerConfig,
+    Parameterization,
+    ParameterizationConfig,
+)
+from attnsvm.data import Instances
+from attnsvm.train import Params, Trajectory, checkpoint_steps, init_params
+
+_P, _I, _D, _I64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_int64
+_ARGTYPES = [_I] * 4 + [_P] * 8 + [_I, _D, _I, _D, _D, _I64, _P, _I] + [_P] * 7
+
+
+@cache
+def library() -> ctypes.CDLL | None:
+    """The compiled kernel, or None when the optional extension was not built (no compiler)."""
+    spec = importlib.util.find_spec("attnsvm._fused")
+    if spec is None or spec.origin is None:
+        return None
+    lib = ctypes.CDLL(spec.origin)
+    lib.attnsvm_train_group.argtypes = _ARGTYPES
+    lib.attnsvm_train_group.restype = _I
+    return lib
+
+
+def resolve_engine(engine: Engine, device: Device, dtype: DType, head: Head) -> Engine:
+    """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``.
+
+    The kernel covers the linear head in float64 on the CPU (W or (K,Q), GD or NGD, masks);
+    asking for ``fused`` elsewhere is a ConfigError naming what does not fit.
+    """
+    why = []
+    if device != Device.cpu:
+        why.append(f"device={device.value} (it needs cpu)")
+    if dtype != DType.float64:
+        why.append(f"dtype={dtype.value} (it needs float64)")
+    if head != Head.linear:
+        why.append(f"head.kind={head.value} (it needs linear)")
+    if not why and library() is None:
+        why.append("the C extension attnsvm._fused was not built (no C compiler at install)")
+    if engine == Engine.fused and why:
+        raise ConfigError(
+            f"engine=fused cannot run here: {'; '.join(why)}. Accepted values of engine for "
+            "this run: auto, torch"
+        )
+    if engine == Engine.auto:
+        return Engine.torch if why else Engine.fused
+    return engine
+
+
+def _seed_last(a: np.ndarray, groups: int, L: int) -> np.ndarray:
+    """(groups * L, ...) -> (groups, ..., L) contiguous: seed l of group g is [g, ..., l]."""
+    a = a.reshape(groups, L, *a.shape[1:])
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1))
+
+
+def _seed_first(a: np.ndarray, R: int) -> np.ndarray:
+    """(groups, C, ..., L) -> (C, R, ...): the inverse of ``_seed_last`` with a leading C axis."""
+    a = np.moveaxis(a, -1, 1)  # (groups, L, C, ...)
+    a = a.reshape(-1, *a.shape[2:])[:R]  # (R, C, ...)
+    return np.ascontiguousarray(np.moveaxis(a, 0, 1))
+
+
+def train_fused(
+    inst: Instances,
+    head,
+    pcfg: ParameterizationConfig,
+    ocfg: OptimizerConfig,
+    params: Params | None = None,
+    threads: int = 1,
+) -> Trajectory:
+    """``attnsvm.train.train`` for the linear head, by the C kernel; same checkpoints."""
+    lib = library()
+    R, n, T, d = inst.X.shape
+    L = lib.attnsvm_lanes()
+    groups = -(-R // L)
+    pad = np.minimum(np.arange(groups * L), R - 1)  # the last group repeats the last seed
+
+    def arr(t):
+        return _seed_last(t.detach().cpu().numpy().astype(np.float64, copy=False)[pad], groups, L)
+
+    p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
+    kq = pcfg.kind == Parameterization.kq
+    X, Y, Z, h = (arr(t) for t in (inst.X, inst.Y, inst.Z, head.h))
+    mask = inst.mask if inst.mask is not None else torch.ones(R, n, T, dtype=torch.bool)
+    visible = arr(mask.to(torch.float64))
+    if kq:
+        K, Q = arr(p.K), arr(p.Q)
+        W = np.zeros((groups, d, d, L))
+    else:
+        W = arr(p.W)
+        K = Q = np.zeros((groups, d, 1, L))
+    m = K.shape[2]
+    ckpts = np.asarray(checkpoint_steps(ocfg.steps, ocfg.checkpoint_every), dtype=np.int64)
+    C = len(ckpts)
+    rec_W = np.empty((groups, C, d, d, L))
+    rec = {k: np.empty((groups, C, L)) for k in ("loss", "gnorm", "smax", "sminmax")}
+    rec_sel = np.empty((groups, C, n, L), dtype=np.int64)
+    final_s = np.empty((groups, n, T, L))
+    ngd = ocfg.kind == Optimizer.ngd
+
+    def run_group(g: int) -> None:
+        ptrs = [a[g].ctypes.data for a in (X, Y, Z, h, visible, W, K, Q)]
+        outs = [a[g].ctypes.data for a in (rec_W, *rec.values(), rec_sel, final_s)]
+        status = lib.attnsvm_train_group(
+            n, T, d, m, *ptrs, int(kq), pcfg.penalty, int(ngd), ocfg.lr, ocfg.eps,
+            ocfg.steps, ckpts.ctypes.data, C, *outs,
+        )  # fmt: skip
+        if status != 0:
+            raise MemoryError("attnsvm._fused: no memory for the kernel's scratch arrays")
+
+    if threads > 1 and groups > 1:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(run_group, range(groups)))
+    else:
+        for g in range(groups):
+            run_group(g)
+
+    def back(a: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(_seed_first(a, R))
+
+    final = np.moveaxis(final_s, -1, 1).reshape(groups * L, n, T)[:R]
+    return Trajectory(
+        steps=ckpts.tolist(),
+        W=back(rec_W),
+        loss=back(rec["loss"]),
+        grad_norm=back(rec["gnorm"]),
+        softmax_max=back(rec["smax"]),
+        softmax_min_max=back(rec["sminmax"]),
+        selected=back(rec_sel),
+        final_softmax=torch.from_numpy(np.ascontiguousarray(final)),
+    )

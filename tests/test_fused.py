@@ -1,0 +1,180 @@
+"""The fused C engine against the torch engine and autograd (batch invariance of both engines:
+tests/test_train.py and tests/test_determinism.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from attnsvm import fused
+from attnsvm.config import (
+    ConfigError,
+    DatasetConfig,
+    Device,
+    DType,
+    Engine,
+    Head,
+    HeadConfig,
+    Optimizer,
+    OptimizerConfig,
+    Parameterization,
+    ParameterizationConfig,
+    RunConfig,
+)
+from attnsvm.data import make_instances
+from attnsvm.heads import LinearHead
+from attnsvm.train import init_params, train
+from conftest import REPO
+
+FIELDS = ("W", "loss", "grad_norm", "softmax_max", "softmax_min_max", "final_softmax")
+
+
+def test_extension_is_built():
+    """setup.py builds attnsvm._fused at install wherever a C compiler exists (CI has one)."""
+    assert fused.library() is not None, f"rebuild: pip install -e {REPO}"
+
+
+def _both(inst, pcfg, ocfg):
+    head = LinearHead(inst)
+    return [train(inst, head, pcfg, ocfg, engine=e) for e in (Engine.torch, Engine.fused)]
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max() / b.abs().max())
+
+
+def _corr(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    A, B = A.flatten(1), B.flatten(1)
+    return (A * B).sum(1) / A.norm(dim=1) / B.norm(dim=1)
+
+
+CASES = {
+    "w-ngd": (DatasetConfig(n=6, T=8, d=10), ParameterizationConfig(), OptimizerConfig()),
+    "kq-ngd-penalty": (
+        DatasetConfig(n=6, T=8, d=10),
+        ParameterizationConfig(kind=Parameterization.kq, penalty=1e-3),
+        OptimizerConfig(),
+    ),
+    "kq-m3-gd": (
+        DatasetConfig(n=4, T=5, d=6),
+        ParameterizationConfig(kind=Parameterization.kq, m=3),
+        OptimizerConfig(kind=Optimizer.gd, lr=0.5),
+    ),
+    "w-causal": (
+        DatasetConfig(n=3, T=5, d=7, attention="sequential", causal=True),
+        ParameterizationConfig(),
+        OptimizerConfig(),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_engines_agree(case):
+    """Same math, another rounding order: agreement to rounding error at the start, the same
+    tokens selected and the same direction after the full run (W: 1e-14; (K,Q) amplifies
+    rounding more along the path, to ~1e-7 relative at step 2000)."""
+    ds, pcfg, ocfg = CASES[case]
+    inst = make_instances(ds, list(range(11)))  # one full group of 8 and a padded one
+    t_torch, t_fused = _both(inst, pcfg, ocfg)
+    assert t_fused.steps == t_torch.steps
+    for f in FIELDS:
+        a, b = getattr(t_fused, f), getattr(t_torch, f)
+        assert a.shape == b.shape and a.dtype == b.dtype, f
+    assert _rel(t_fused.W[:3], t_torch.W[:3]) < 1e-12
+    assert _rel(t_fused.loss, t_torch.loss) < 1e-6
+    assert torch.equal(t_fused.selected[-1], t_torch.selected[-1])
+    assert (_corr(t_fused.final_W, t_torch.final_W) > 1 - 1e-9).all()
+    assert _rel(t_fused.final_softmax, t_torch.final_softmax) < 1e-6
+    if inst.mask is not None:  # hidden tokens get probability exactly 0
+        assert (t_fused.final_softmax[~inst.mask] == 0).all()
+
+
+@pytest.mark.parametrize("kind", list(Parameterization))
+def test_first_step_is_normalized_autograd_gradient(kind):
+    """W(1) from the kernel = one NGD step along autograd's gradient of the logistic loss."""
+    inst = make_instances(DatasetConfig(n=5, T=6, d=7), list(range(9)))
+    pcfg = ParameterizationConfig(kind=kind, penalty=0.0)
+    ocfg = OptimizerConfig(steps=1, checkpoint_every=1, lr=0.3)
+    p0 = init_params(pcfg, inst.seeds, 7, torch.float64, "cpu")
+    traj = train(inst, LinearHead(inst), pcfg, ocfg, dataclasses.replace(p0), Engine.fused)
+    leaves = [p0.W] if kind == Parameterization.w else [p0.K, p0.Q]
+    leaves = [t.clone().requires_grad_() for t in leaves]
+    W = leaves[0] if len(leaves) == 1 else leaves[0] @ leaves[1].transpose(-1, -2)
+    s = torch.softmax(torch.einsum("rntd,rde,rne->rnt", inst.X, W, inst.Z), -1)
+    f = torch.einsum("rnt,rntd,rd->rn", s, inst.X, inst.v)
+    loss = torch.nn.functional.softplus(-inst.Y * f).mean(-1)
+    grads = torch.autograd.grad(loss.sum(), leaves)
+    stepped = [
+        x - 0.3 * g / g.flatten(1).norm(dim=1)[:, None, None]
+        for x, g in zip(leaves, grads, strict=True)
+    ]
+    W1 = stepped[0] if len(stepped) == 1 else stepped[0] @ stepped[1].transpose(-1, -2)
+    assert _rel(traj.W[1], W1.detach()) < 1e-12
+    assert _rel(traj.loss[0], loss.detach()) < 1e-14
+
+
+def test_auto_uses_fused_where_it_applies():
+    assert RunConfig().train_engine == Engine.fused
+    assert RunConfig(dtype=DType.float32).train_engine == Engine.torch
+    assert RunConfig(head=HeadConfig(kind=Head.relu)).train_engine == Engine.torch
+    assert RunConfig(engine=Engine.torch).train_engine == Engine.torch
+
+
+@pytest.mark.parametrize(
+    ("kw", "named"),
+    [
+        (dict(dtype=DType.float32), "dtype=float32"),
+        (dict(head=HeadConfig(kind=Head.relu)), "head.kind=relu"),
+    ],
+)
+def test_fused_where_it_cannot_run_is_a_clear_error(kw, named):
+    with pytest.raises(ConfigError, match=rf"engine=fused.*{named}.*auto, torch"):
+        RunConfig(engine=Engine.fused, **kw)
+
+
+def test_fused_on_cuda_is_refused():
+    with pytest.raises(ConfigError, match="device=cuda"):
+        fused.resolve_engine(Engine.fused, Device.cuda, DType.float64, Head.linear)
+
+
+def test_without_the_extension_auto_falls_back_to_torch(monkeypatch):
+    """An install without a C compiler still trains (torch); asking for fused says why not."""
+    monkeypatch.setattr(fused, "library", lambda: None)
+    assert RunConfig().train_engine == Engine.torch
+    with pytest.raises(ConfigError, match="attnsvm._fused was not built"):
+        RunConfig(engine=Engine.fused)
+
+
+def test_same_bits_from_a_plain_sse2_build(tmp_path):
+    """The installed kernel (ISA clones, AVX-512 here) and a build for baseline x86-64 (SSE2)
+    give the same bits: exactly rounded lane-wise arithmetic, no FMA, the same libm exp."""
+    import ctypes
+    import platform
+    import shutil
+    import subprocess
+    import sysconfig
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if platform.machine() != "x86_64" or cc is None:
+        pytest.skip("needs an x86-64 C compiler")
+    lib_path = tmp_path / "fused_sse2.so"
+    subprocess.run(
+        [cc, "-O3", "-std=gnu11", "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi",
+         "-DISA_CLONES=", "-march=x86-64", "-shared", "-fPIC",
+         f"-I{sysconfig.get_paths()['include']}", str(REPO / "attnsvm" / "_fused.c"),
+         "-o", str(lib_path)],
+        check=True,
+    )  # fmt: skip
+    plain = ctypes.CDLL(str(lib_path))
+    plain.attnsvm_train_group.argtypes = fused._ARGTYPES
+    inst = make_instances(DatasetConfig(n=6, T=8, d=10), list(range(9)))
+    for kind in Parameterization:
+        pcfg, ocfg = ParameterizationConfig(kind=kind), OptimizerConfig(steps=300)
+        installed = train(inst, LinearHead(inst), pcfg, ocfg, engine=Engine.fused)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fused, "library", lambda: plain)
+            sse2 = train(inst, LinearHead(inst), pcfg, ocfg, engine=Engine.fused)
+        for f in FIELDS:
+            assert torch.equal(getattr(sse2, f), getattr(installed, f)), (kind, f)
