@@ -17,13 +17,13 @@ jobs are reported, never fatal. Written to ``--out`` (default ``SWEEP_DIR/summar
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from attnsvm import results
 from attnsvm.results import JOB, RUNS, TRAJECTORY, flatten
 
 # short names the pipeline writes next to the dotted config keys they duplicate
@@ -88,31 +88,20 @@ class Sweep:
         return self.jobs[~self.jobs.status.isin(["finished", "failed"])]
 
 
-def _read_job(path: Path) -> dict:
-    try:
-        with open(path) as fh:
-            job = json.load(fh)
-    except (OSError, json.JSONDecodeError) as exc:
-        return {"status": "unreadable", "error": repr(exc)}
-    return job if isinstance(job, dict) else {"status": "unreadable"}
-
-
 def scan_jobs(sweep_dir: Path) -> pd.DataFrame:
     """One row per job.json below ``sweep_dir``: where, which config, status, timings."""
-    rows = []
-    for path in sorted(Path(sweep_dir).rglob(JOB)):
-        job = _read_job(path)
-        rows.append(
-            {
-                "dir": str(path.parent),
-                "config_hash": job.get("config_hash"),
-                "status": job.get("status", "unknown"),
-                "started": job.get("started", 0.0),
-                "seconds": job.get("seconds"),
-                "error": job.get("error", ""),
-                "config": job.get("config", {}),
-            }
-        )
+    rows = [
+        {
+            "dir": str(job_dir),
+            "config_hash": job.get("config_hash"),
+            "status": job.get("status", "unknown"),
+            "started": job.get("started", 0.0),
+            "seconds": job.get("seconds"),
+            "error": job.get("error", ""),
+            "config": job.get("config", {}),
+        }
+        for job_dir, job in results.scan_jobs(sweep_dir)
+    ]
     return pd.DataFrame(
         rows, columns=["dir", "config_hash", "status", "started", "seconds", "error", "config"]
     )

@@ -16,7 +16,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from attnsvm.config import ConfigError, to_run_config
-from attnsvm.results import JOB, config_hash, find_finished, read_job
+from attnsvm.results import config_hash, find_finished, read_job, scan_jobs
 
 RUN, RERUN, SKIP, INVALID = "run", "rerun", "skip", "invalid"
 
@@ -68,10 +68,8 @@ def format_plan(jobs: list[PlannedJob], sweep_dir: Path) -> str:
 def sweep_status(sweep_dir: Path) -> dict[str, list[tuple[Path, dict]]]:
     """The jobs under ``sweep_dir`` grouped by the status their job.json records."""
     out: dict[str, list[tuple[Path, dict]]] = {}
-    for path in sorted(Path(sweep_dir).rglob(JOB)):
-        job = read_job(path.parent)
-        if job is not None:
-            out.setdefault(job.get("status", "unknown"), []).append((path.parent, job))
+    for job_dir, job in scan_jobs(sweep_dir):
+        out.setdefault(job.get("status", "unknown"), []).append((job_dir, job))
     return out
 
 

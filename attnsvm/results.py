@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
 
@@ -87,6 +88,18 @@ def read_job(job_dir: Path) -> dict | None:
             return json.load(fh)
     except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
         return None
+
+
+def scan_jobs(sweep_dir: Path) -> Iterator[tuple[Path, dict]]:
+    """(job dir, job.json record) for every job below ``sweep_dir``, in path order; a file
+    that cannot be read gives status ``unreadable``, so summaries list it instead of losing it."""
+    for path in sorted(Path(sweep_dir).rglob(JOB)):
+        try:
+            with open(path) as fh:
+                job = json.load(fh)
+        except (OSError, json.JSONDecodeError) as exc:
+            job = {"status": "unreadable", "error": repr(exc)}
+        yield path.parent, job if isinstance(job, dict) else {"status": "unreadable"}
 
 
 def is_finished(job_dir: Path, chash: str) -> bool:
