@@ -1,4 +1,4 @@
-/* Fused training kernel: whole GD trajectories of 1-layer softmax attention, linear head.
+/* Fused training kernel: whole GD trajectories of 1-layer softmax attention (linear, ReLU head).
  *
  * Why: at the paper's sizes ((n, T, d) = (6, 8, 10)) one step is ~3000 multiply-adds per seed,
  * far too little for torch's batched kernels, whose per-call overhead and scalar small-matrix
@@ -12,8 +12,9 @@
  * fused multiply-add contraction (-ffp-contract=off). So a seed's trajectory has the same bits
  * whichever group, batch size or thread runs it, and whichever of the ISA clones below runs.
  *
- * The math is that of attnsvm/train.py (hand-written gradient with centred token values,
- * PAPER.md §6.1): dL/da_it = c_i s_it sum_u s_iu (h_it - h_iu), c_i = -Y_i sigmoid(-Y_i f_i) / n.
+ * The math is that of attnsvm/train.py and heads.py (hand-written gradient with centred token
+ * values, PAPER.md §6.1): dL/da_it = c_i s_it sum_u s_iu (e_it - e_iu), c_i = -Y_i sigmoid(-Y_i
+ * f_i) / n, with e_it = v^T x_it (linear head) or 1[V^T xbar_i > 0]^T V^T x_it (ReLU head).
  * Called through ctypes from attnsvm/fused.py, which documents the array layouts.
  */
 #define PY_SSIZE_T_CLEAN
@@ -65,30 +66,29 @@ static INLINE vd step_size(int ngd, double lr, double eps, vd gnorm) {
 }
 
 /* Train one group of LANES seeds in place. Shapes (seed last, row-major, doubles unless said):
- * X (n,T,d,L), Y (n,L), Z (n,d,L), h (n,T,L) = v^T x_it, visible (n,T,L) 1.0 / 0.0,
+ * X (n,T,d,L), Y (n,L), Z (n,d,L), visible (n,T,L) 1.0 / 0.0, the head's token values:
+ * linear head (r = 0) h (n,T,L) = v^T x_it; ReLU head (r > 0) P (n,T,r,L) rows V^T x_it,
  * W (d,d,L) or K, Q (d,m,L) with W = K Q^T (kq != 0); checkpoints ckpts (C,) int64 ascending;
  * outputs rec_W (C,d,d,L), rec_loss, rec_gnorm, rec_smax, rec_sminmax (C,L), rec_sel (C,n,L)
  * int64, final_s (n,T,L). Returns 0, or 1 if scratch memory could not be allocated. */
 ISA_CLONES int attnsvm_train_group(
-    int n, int T, int d, int m, const vd *X, const vd *Y, const vd *Z, const vd *h,
+    int n, int T, int d, int m, int r, const vd *X, const vd *Y, const vd *Z, const vd *values,
     const vd *visible, vd *W, vd *K, vd *Q, int kq, double penalty, int ngd, double lr,
     double eps, int64_t steps, const int64_t *ckpts, int C, vd *rec_W, vd *rec_loss,
     vd *rec_gnorm, vd *rec_smax, vd *rec_sminmax, vi *rec_sel, vd *final_s) {
-    size_t count = (size_t)n * T * T + (size_t)n * T + 2 * (size_t)d + T + (size_t)d * d
+    size_t count = (size_t)n * T + 2 * (size_t)d + 2 * (size_t)T + (size_t)r + (size_t)d * d
                    + 2 * (size_t)d * m;
     vd *scratch = malloc(sizeof(vd) * count);
     if (!scratch) return 1;
-    vd *hd = scratch;              /* (n,T,T) hd[i,q,t] = h_it - h_iq: differences first */
-    vd *s = hd + n * T * T;        /* (n,T) softmax */
-    vd *wz = s + n * T;            /* (d) W z_i */
+    vd *s = scratch;               /* (n,T) softmax */
+    vd *e = s + n * T;             /* (T) e_t = grad phi(xbar_i) . x_it (ReLU head) */
+    vd *pbar = e + T;              /* (r) V^T xbar_i (ReLU head) */
+    vd *wz = pbar + r;             /* (d) W z_i */
     vd *u = wz + d;                /* (d) sum_t dL/da_it x_it */
     vd *G = u + d;                 /* (T) dL/da_it */
     vd *g = G + T;                 /* (d,d) dL/dW */
     vd *gK = g + d * d, *gQ = gK + d * m;
     const vd zero = splat(0.0), one = splat(1.0), n_d = splat((double)n);
-    for (int i = 0; i < n; i++)
-        for (int q = 0; q < T; q++)
-            for (int t = 0; t < T; t++) hd[(i * T + q) * T + t] = h[i * T + t] - h[i * T + q];
     vd nK = zero, nQ = zero, gnorm = zero;
     int c = 0;
     for (int64_t k = 0; k <= steps; k++) {
@@ -103,7 +103,7 @@ ISA_CLONES int attnsvm_train_group(
         vd loss = zero;
         for (int ab = 0; ab < d * d; ab++) g[ab] = zero;
         for (int i = 0; i < n; i++) {
-            const vd *Xi = X + i * T * d, *Zi = Z + i * d, *hi = h + i * T;
+            const vd *Xi = X + i * T * d, *Zi = Z + i * d;
             const vd *vis = visible + i * T;
             vd *si = s + i * T;
             for (int a = 0; a < d; a++) {
@@ -123,10 +123,25 @@ ISA_CLONES int attnsvm_train_group(
                 si[t] = select_d(vis[t] != zero, vexp(si[t] - top), zero);
                 total += si[t];
             }
-            vd f = zero;
-            for (int t = 0; t < T; t++) {
-                si[t] = si[t] / total;
-                f += si[t] * hi[t];
+            for (int t = 0; t < T; t++) si[t] = si[t] / total;
+            vd f = zero; /* head output f_i; ei[t] = e_it, its derivative along token t */
+            const vd *ei = e;
+            if (r == 0) { /* linear: f = sum_t s_t h_t, e_t = h_t */
+                ei = values + i * T;
+                for (int t = 0; t < T; t++) f += si[t] * ei[t];
+            } else { /* ReLU: f = 1^T relu(pbar), e_t = sum_j 1[pbar_j > 0] (V^T x_t)_j */
+                const vd *Pi = values + (size_t)i * T * r;
+                for (int j = 0; j < r; j++) {
+                    vd acc = zero;
+                    for (int t = 0; t < T; t++) acc += si[t] * Pi[t * r + j];
+                    pbar[j] = acc;
+                    f += select_d(acc > zero, acc, zero);
+                }
+                for (int t = 0; t < T; t++) {
+                    vd acc = zero;
+                    for (int j = 0; j < r; j++) acc += select_d(pbar[j] > zero, Pi[t * r + j], zero);
+                    e[t] = acc;
+                }
             }
             vd margin = Y[i] * f;
             if (at_ckpt) /* softplus(-margin), stable */
@@ -134,8 +149,8 @@ ISA_CLONES int attnsvm_train_group(
                     loss[l] += fmax(-margin[l], 0.0) + log1p(exp(-fabs(margin[l])));
             vd coef = -Y[i] / (one + vexp(margin)) / n_d; /* dL/df_i */
             for (int t = 0; t < T; t++) {
-                vd centred = zero; /* sum_q s_iq (h_it - h_iq) */
-                for (int q = 0; q < T; q++) centred += hd[(i * T + q) * T + t] * si[q];
+                vd centred = zero; /* sum_q s_iq (e_it - e_iq): differences first, §6.1 */
+                for (int q = 0; q < T; q++) centred += (ei[t] - ei[q]) * si[q];
                 G[t] = coef * si[t] * centred;
             }
             for (int a = 0; a < d; a++) {

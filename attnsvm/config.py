@@ -81,8 +81,8 @@ class Device(str, Enum):
 
 
 class Engine(str, Enum):
-    """What trains: the fused C kernel (linear head, float64, CPU), torch, or auto (fused where
-    it applies). The two agree to rounding error, so the engine is part of the job hash."""
+    """What trains: the fused C kernel (linear or ReLU head, float64, CPU), torch, or auto (fused
+    where it applies). The two agree to rounding error, so the engine is part of the job hash."""
 
     auto = "auto"
     fused = "fused"

@@ -1,5 +1,8 @@
 """The fused training engine: whole trajectories in one C call per group of seeds (CPU).
 
+Linear and ReLU heads (``engine=auto`` picks it for them in float64 on the CPU); the lambda head,
+float32 and CUDA train with torch (``attnsvm.train``).
+
 ``attnsvm/_fused.c`` trains LANES seeds per call with every array seed-last, so each formula
 is one SIMD operation across seeds; this module lays the batch out that way, pads the last
 group with copies of a real seed (every group is full, so every seed runs the same code), calls
@@ -32,10 +35,11 @@ from attnsvm.config import (
     ParameterizationConfig,
 )
 from attnsvm.data import Instances
+from attnsvm.heads import ReLUHead
 from attnsvm.train import Params, Trajectory, checkpoint_steps, init_params
 
 _P, _I, _D, _I64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_int64
-_ARGTYPES = [_I] * 4 + [_P] * 8 + [_I, _D, _I, _D, _D, _I64, _P, _I] + [_P] * 7
+_ARGTYPES = [_I] * 5 + [_P] * 8 + [_I, _D, _I, _D, _D, _I64, _P, _I] + [_P] * 7
 
 
 @cache
@@ -53,7 +57,8 @@ def library() -> ctypes.CDLL | None:
 def resolve_engine(engine: Engine, device: Device, dtype: DType, head: Head) -> Engine:
     """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``.
 
-    The kernel covers the linear head in float64 on the CPU (W or (K,Q), GD or NGD, masks);
+    The kernel covers the linear and ReLU heads in float64 on the CPU (W or (K,Q), GD or NGD,
+    masks);
     asking for ``fused`` elsewhere is a ConfigError naming what does not fit.
     """
     why = []
@@ -61,8 +66,8 @@ def resolve_engine(engine: Engine, device: Device, dtype: DType, head: Head) -> 
         why.append(f"device={device.value} (it needs cpu)")
     if dtype != DType.float64:
         why.append(f"dtype={dtype.value} (it needs float64)")
-    if head != Head.linear:
-        why.append(f"head.kind={head.value} (it needs linear)")
+    if head not in (Head.linear, Head.relu):
+        why.append(f"head.kind={head.value} (it needs linear or relu)")
     if not why and library() is None:
         why.append("the C extension attnsvm._fused was not built (no C compiler at install)")
     if engine == Engine.fused and why:
@@ -96,7 +101,7 @@ def train_fused(
     params: Params | None = None,
     threads: int = 1,
 ) -> Trajectory:
-    """``attnsvm.train.train`` for the linear head, by the C kernel; same checkpoints."""
+    """``attnsvm.train.train`` for the linear or ReLU head, by the C kernel; same checkpoints."""
     lib = library()
     R, n, T, d = inst.X.shape
     L = lib.attnsvm_lanes()
@@ -108,7 +113,10 @@ def train_fused(
 
     p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
     kq = pcfg.kind == Parameterization.kq
-    X, Y, Z, h = (arr(t) for t in (inst.X, inst.Y, inst.Z, head.h))
+    relu = isinstance(head, ReLUHead)
+    X, Y, Z = (arr(t) for t in (inst.X, inst.Y, inst.Z))
+    values = arr(head.P if relu else head.h)  # token values: V^T x_it rows, or v^T x_it
+    r = head.P.shape[-1] if relu else 0
     mask = inst.mask if inst.mask is not None else torch.ones(R, n, T, dtype=torch.bool)
     visible = arr(mask.to(torch.float64))
     if kq:
@@ -127,10 +135,10 @@ def train_fused(
     ngd = ocfg.kind == Optimizer.ngd
 
     def run_group(g: int) -> None:
-        ptrs = [a[g].ctypes.data for a in (X, Y, Z, h, visible, W, K, Q)]
+        ptrs = [a[g].ctypes.data for a in (X, Y, Z, values, visible, W, K, Q)]
         outs = [a[g].ctypes.data for a in (rec_W, *rec.values(), rec_sel, final_s)]
         status = lib.attnsvm_train_group(
-            n, T, d, m, *ptrs, int(kq), pcfg.penalty, int(ngd), ocfg.lr, ocfg.eps,
+            n, T, d, m, r, *ptrs, int(kq), pcfg.penalty, int(ngd), ocfg.lr, ocfg.eps,
             ocfg.steps, ckpts.ctypes.data, C, *outs,
         )  # fmt: skip
         if status != 0:

@@ -24,7 +24,7 @@ from attnsvm.config import (
     RunConfig,
 )
 from attnsvm.data import make_instances
-from attnsvm.heads import LinearHead
+from attnsvm.heads import LinearHead, ReLUHead
 from attnsvm.train import init_params, train
 from conftest import REPO
 
@@ -37,7 +37,7 @@ def test_extension_is_built():
 
 
 def _both(inst, pcfg, ocfg):
-    head = LinearHead(inst)
+    head = ReLUHead(inst) if inst.V is not None else LinearHead(inst)
     return [train(inst, head, pcfg, ocfg, engine=e) for e in (Engine.torch, Engine.fused)]
 
 
@@ -62,6 +62,12 @@ CASES = {
         ParameterizationConfig(kind=Parameterization.kq, m=3),
         OptimizerConfig(kind=Optimizer.gd, lr=0.5),
     ),
+    "kq-relu": (
+        DatasetConfig(n=3, T=4, d=6, generator="relu"),
+        ParameterizationConfig(kind=Parameterization.kq),
+        OptimizerConfig(),
+    ),
+    "w-relu": (DatasetConfig(n=3, T=4, d=6, generator="relu"), ParameterizationConfig(), None),
     "w-causal": (
         DatasetConfig(n=3, T=5, d=7, attention="sequential", causal=True),
         ParameterizationConfig(),
@@ -70,12 +76,19 @@ CASES = {
 }
 
 
+def _final_gap(a, b) -> torch.Tensor:
+    """Per seed ||W_a - W_b|| / ||W_b|| at the last checkpoint."""
+    return (a.final_W - b.final_W).flatten(1).norm(dim=1) / b.final_W.flatten(1).norm(dim=1)
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_engines_agree(case):
-    """Same math, another rounding order: agreement to rounding error at the start, the same
-    tokens selected and the same direction after the full run (W: 1e-14; (K,Q) amplifies
-    rounding more along the path, to ~1e-7 relative at step 2000)."""
+    """Same math, another rounding order: agreement to rounding error at the start; later the
+    engines may differ by no more than one ulp of the initialisation moves the torch engine
+    itself. Smooth cases stay within 1e-9 (the linear head with W: 1e-15); a ReLU head's kinks
+    can turn a last-bit difference into another path (a (K,Q) seed here: 0.03 from one ulp)."""
     ds, pcfg, ocfg = CASES[case]
+    ocfg = ocfg or OptimizerConfig()
     inst = make_instances(ds, list(range(11)))  # one full group of 8 and a padded one
     t_torch, t_fused = _both(inst, pcfg, ocfg)
     assert t_fused.steps == t_torch.steps
@@ -83,10 +96,21 @@ def test_engines_agree(case):
         a, b = getattr(t_fused, f), getattr(t_torch, f)
         assert a.shape == b.shape and a.dtype == b.dtype, f
     assert _rel(t_fused.W[:3], t_torch.W[:3]) < 1e-12
-    assert _rel(t_fused.loss, t_torch.loss) < 1e-6
-    assert torch.equal(t_fused.selected[-1], t_torch.selected[-1])
-    assert (_corr(t_fused.final_W, t_torch.final_W) > 1 - 1e-9).all()
-    assert _rel(t_fused.final_softmax, t_torch.final_softmax) < 1e-6
+    p = init_params(pcfg, inst.seeds, ds.d, torch.float64, "cpu")
+    if p.W is not None:
+        p.W = p.W * (1 + 2**-52)
+    else:
+        p.K = p.K * (1 + 2**-52)
+    head = ReLUHead(inst) if inst.V is not None else LinearHead(inst)
+    t_ulp = train(inst, head, pcfg, ocfg, p, Engine.torch)
+    noise = _final_gap(t_ulp, t_torch)
+    gap = _final_gap(t_fused, t_torch)
+    assert (gap <= torch.clamp(100 * noise, min=1e-9)).all(), (gap, noise)
+    stable = noise < 1e-6  # seeds whose path rounding barely moves
+    assert stable.sum() >= 8
+    assert torch.equal(t_fused.selected[-1][stable], t_torch.selected[-1][stable])
+    assert (_corr(t_fused.final_W, t_torch.final_W)[stable] > 1 - 1e-9).all()
+    assert _rel(t_fused.final_softmax[stable], t_torch.final_softmax[stable]) < 1e-6
     if inst.mask is not None:  # hidden tokens get probability exactly 0
         assert (t_fused.final_softmax[~inst.mask] == 0).all()
 
@@ -118,7 +142,8 @@ def test_first_step_is_normalized_autograd_gradient(kind):
 def test_auto_uses_fused_where_it_applies():
     assert RunConfig().train_engine == Engine.fused
     assert RunConfig(dtype=DType.float32).train_engine == Engine.torch
-    assert RunConfig(head=HeadConfig(kind=Head.relu)).train_engine == Engine.torch
+    assert RunConfig(head=HeadConfig(kind=Head.relu)).train_engine == Engine.fused
+    assert RunConfig(head=HeadConfig(kind=Head["lambda"])).train_engine == Engine.torch
     assert RunConfig(engine=Engine.torch).train_engine == Engine.torch
 
 
@@ -126,7 +151,7 @@ def test_auto_uses_fused_where_it_applies():
     ("kw", "named"),
     [
         (dict(dtype=DType.float32), "dtype=float32"),
-        (dict(head=HeadConfig(kind=Head.relu)), "head.kind=relu"),
+        (dict(head=HeadConfig(kind=Head["lambda"])), "head.kind=lambda"),
     ],
 )
 def test_fused_where_it_cannot_run_is_a_clear_error(kw, named):
@@ -178,3 +203,17 @@ def test_same_bits_from_a_plain_sse2_build(tmp_path):
             sse2 = train(inst, LinearHead(inst), pcfg, ocfg, engine=Engine.fused)
         for f in FIELDS:
             assert torch.equal(getattr(sse2, f), getattr(installed, f)), (kind, f)
+
+
+@pytest.mark.parametrize("kind", list(Parameterization))
+def test_relu_head_seed_alone_equals_in_batch(kind):
+    """The ReLU head's extra loops are lane-wise too (linear head: tests/test_train.py)."""
+    ds = DatasetConfig(n=3, T=4, d=6, generator="relu")
+    pcfg, ocfg = ParameterizationConfig(kind=kind), OptimizerConfig(steps=500)
+    big = make_instances(ds, list(range(11)))
+    t_big = train(big, ReLUHead(big), pcfg, ocfg, engine=Engine.fused, threads=2)
+    for r in (0, 9):
+        alone = make_instances(ds, [big.seeds[r]])
+        t_alone = train(alone, ReLUHead(alone), pcfg, ocfg, engine=Engine.fused)
+        for f in ("W", "loss", "grad_norm", "selected"):
+            assert torch.equal(getattr(t_big, f)[:, r], getattr(t_alone, f)[:, 0]), f
