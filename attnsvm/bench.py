@@ -428,13 +428,13 @@ a busy machine), which a Hydra multirun pays once per worker as well.
 
 ## Where the speed comes from
 
-- **Training**: the fused engine (`engine=auto`, the default, for the linear head in float64
-  on the CPU) runs whole trajectories in C (`attnsvm/_fused.c`, built at install, called through
+- **Training**: the fused engine (`engine=auto`, the default, for the linear and ReLU heads in
+  float64 on the CPU) runs whole trajectories in C (`attnsvm/_fused.c`, built at install, called through
   ctypes): 8 seeds per call, every array seed-last, so each formula of the hand-written stable
   gradient is one SIMD operation across 8 seeds, and the loops over n, T, d run once per group
   instead of once per seed and step. About half of its time is the 54 `exp` calls per seed and
-  step (libm, one per lane, kept for accuracy). The torch engine (`engine=torch`; ReLU and
-  lambda heads, float32, CUDA) batches all seeds of a job instead; its steps are dominated by
+  step (libm, one per lane, kept for accuracy). The torch engine (`engine=torch`; the lambda
+  head, float32, CUDA) batches all seeds of a job instead; its steps are dominated by
   torch's batched matmuls of tiny matrices (about 55 %) and log-softmax over rows of 8 (15 %).
   The naive baseline is one seed at a time through autograd. One torch thread per process: on
   two shared cores, two threads made training 5-30x *slower* (table above), so `threads: 1` is
@@ -475,8 +475,7 @@ a busy machine), which a Hydra multirun pays once per worker as well.
 
 ## Known gaps
 
-- The fused kernel covers the linear head only; multitoken (ReLU head) and the lambda head train
-  with the torch engine (multitoken is within its target all the same).
+- The fused kernel covers the linear and ReLU heads; the lambda head trains with torch.
 - Multitoken is measured at 25 accepted instances per d and scaled to 500 (see below).
 - The naive rank time is extrapolated from one instance per (n,T,d) point (times 100).
 """
