@@ -10,7 +10,7 @@
  * numbers alone (+ - * / sqrt are exactly rounded, vector or scalar; exp is one libm call per
  * lane), sums run in a fixed order that depends only on (n, T, d, m), and the build forbids
  * fused multiply-add contraction (-ffp-contract=off). So a seed's trajectory has the same bits
- * whichever group, batch size or thread runs it, and whichever of the ISA clones below runs.
+ * whichever group, batch size or thread runs it, and whichever ISA build below runs.
  *
  * The math is that of attnsvm/train.py and heads.py (hand-written gradient with centred token
  * values, PAPER.md §6.1): dL/da_it = c_i s_it sum_u s_iu (e_it - e_iu), c_i = -Y_i sigmoid(-Y_i
@@ -24,19 +24,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Two builds of this file (setup.py): attnsvm._fused_v4, 8 lanes for AVX-512 (x86-64-v4), used
+ * where the CPU has it; attnsvm._fused, 4 lanes, with an AVX2 (x86-64-v3) and a baseline clone
+ * picked at load time. The vector width must match the ISA's registers: comparisons of 8-lane
+ * vectors on AVX2 are expanded lane by lane (measured 5x slower than 4 lanes). The lane count
+ * never changes a seed's numbers, only how many seeds share a call. -DISA_TARGET= builds one
+ * plain version (tests/test_fused.py). */
+#ifdef ATTNSVM_V4
 #define LANES 8
+#define MODULE_NAME "_fused_v4"
+#define MODULE_INIT PyInit__fused_v4
+#ifndef ISA_TARGET
+#define ISA_TARGET __attribute__((target("arch=x86-64-v4")))
+#endif
+#else
+#define LANES 4
+#define MODULE_NAME "_fused"
+#define MODULE_INIT PyInit__fused
+#ifndef ISA_TARGET
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
+#define ISA_TARGET __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ISA_TARGET
+#endif
+#endif
+#endif
 typedef double vd __attribute__((vector_size(LANES * 8), aligned(8)));
 typedef int64_t vi __attribute__((vector_size(LANES * 8), aligned(8)));
 
-/* One clone per ISA, picked at load time; -DISA_CLONES= builds a single plain version. */
-#ifndef ISA_CLONES
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
-#define ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ISA_CLONES
-#endif
-#endif
-/* Helpers must be inlined into each ISA clone: a call would pass 64-byte vectors between code
+/* Helpers must be inlined into each ISA version: a call would pass vectors between code
  * compiled for different ISAs, whose calling conventions for them differ. */
 #define INLINE inline __attribute__((always_inline))
 
@@ -45,18 +61,38 @@ static INLINE vd splat(double x) {
     for (int l = 0; l < LANES; l++) r[l] = x;
     return r;
 }
+static INLINE vd select_d(vi mask, vd a, vd b) { return (vd)((mask & (vi)a) | (~mask & (vi)b)); }
+static INLINE vi select_i(vi mask, vi a, vi b) { return (mask & a) | (~mask & b); }
+/* exp, lane-wise in plain arithmetic so that it vectorises (a libm call per lane took half of
+ * the kernel's time). x = k ln2 + r with |r| <= ln2/2 (Cody-Waite: k ln2_hi is exact), exp(r)
+ * by its Taylor polynomial of degree 13 (truncation < 5e-18 relative), times 2^k built from
+ * exponent bits in two halves so that results down to the subnormals round once. Within 1 ulp
+ * of the correctly rounded exp (tests/test_fused.py); exp(-inf) = 0, overflow gives inf. */
 static INLINE vd vexp(vd x) {
-    vd r;
-    for (int l = 0; l < LANES; l++) r[l] = exp(x[l]);
-    return r;
+    const vd lo = splat(-746.0), hi = splat(710.0);
+    x = select_d(x < lo, lo, x);
+    x = select_d(x > hi, hi, x);
+    const vd shifter = splat(0x1.8p52); /* adding it rounds to an integer, kept in low bits */
+    vd kf = (x * splat(0x1.71547652b82fep0) + shifter) - shifter; /* round(x / ln2) */
+    vd r = (x - kf * splat(0x1.62e42feep-1)) - kf * splat(0x1.a39ef35793c76p-33);
+    static const double inv_fact[] = {
+        1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+        1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
+        1.0 / 6.0, 0.5, 1.0, 1.0};
+    vd p = splat(inv_fact[0]);
+    for (int j = 1; j < 14; j++) p = p * r + splat(inv_fact[j]);
+    /* 2^k = 2^k1 2^k2 with k1, k2 in [-538, 512] (normal); integers read off the shifter's
+     * low bits, since float -> int64 conversion and 64-bit arithmetic shifts lack AVX2 forms */
+    vd k1f = (kf * splat(0.5) + shifter) - shifter, k2f = kf - k1f;
+    vi k1 = (vi)(k1f + shifter) - (vi)shifter, k2 = (vi)(k2f + shifter) - (vi)shifter;
+    vd two_k1 = (vd)((k1 + 1023) << 52), two_k2 = (vd)((k2 + 1023) << 52);
+    return (p * two_k1) * two_k2;
 }
 static INLINE vd vsqrt(vd x) {
     vd r;
     for (int l = 0; l < LANES; l++) r[l] = sqrt(x[l]);
     return r;
 }
-static INLINE vd select_d(vi mask, vd a, vd b) { return (vd)((mask & (vi)a) | (~mask & (vi)b)); }
-static INLINE vi select_i(vi mask, vi a, vi b) { return (mask & a) | (~mask & b); }
 
 /* lr / (||g|| + eps) for normalized GD, lr for plain GD; a zero gradient takes no step. */
 static INLINE vd step_size(int ngd, double lr, double eps, vd gnorm) {
@@ -71,7 +107,7 @@ static INLINE vd step_size(int ngd, double lr, double eps, vd gnorm) {
  * W (d,d,L) or K, Q (d,m,L) with W = K Q^T (kq != 0); checkpoints ckpts (C,) int64 ascending;
  * outputs rec_W (C,d,d,L), rec_loss, rec_gnorm, rec_smax, rec_sminmax (C,L), rec_sel (C,n,L)
  * int64, final_s (n,T,L). Returns 0, or 1 if scratch memory could not be allocated. */
-ISA_CLONES int attnsvm_train_group(
+ISA_TARGET int attnsvm_train_group(
     int n, int T, int d, int m, int r, const vd *X, const vd *Y, const vd *Z, const vd *values,
     const vd *visible, vd *W, vd *K, vd *Q, int kq, double penalty, int ngd, double lr,
     double eps, int64_t steps, const int64_t *ckpts, int C, vd *rec_W, vd *rec_loss,
@@ -228,9 +264,27 @@ ISA_CLONES int attnsvm_train_group(
 
 int attnsvm_lanes(void) { return LANES; }
 
+/* Whether this CPU runs this build (the AVX-512 one needs every x86-64-v4 feature). */
+int attnsvm_cpu_supported(void) {
+#ifdef ATTNSVM_V4
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+           && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
+           && __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx2")
+           && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+#else
+    return 1;
+#endif
+}
+
+/* vexp over count doubles (a multiple of LANES), for tests/test_fused.py. */
+ISA_TARGET void attnsvm_exp(const vd *x, vd *out, int64_t count) {
+    for (int64_t j = 0; j < count / LANES; j++) out[j] = vexp(x[j]);
+}
+
 /* A module object only so that the file is a regular extension (found by importlib); the
  * kernel is called through ctypes, which releases the GIL for the call. */
 static struct PyModuleDef fused_module = {
-    PyModuleDef_HEAD_INIT, "_fused", "Fused training kernel (called through ctypes).", -1, NULL,
+    PyModuleDef_HEAD_INIT, MODULE_NAME, "Fused training kernel (called through ctypes).", -1, NULL,
 };
-PyMODINIT_FUNC PyInit__fused(void) { return PyModule_Create(&fused_module); }
+PyMODINIT_FUNC MODULE_INIT(void) { return PyModule_Create(&fused_module); }

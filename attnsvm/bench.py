@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from attnsvm import svm
+from attnsvm import fused, svm
 from attnsvm.config import (
     DatasetConfig,
     Engine,
@@ -323,7 +323,10 @@ def machine() -> str:
         ),
         platform.processor(),
     )
-    return f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}, numpy {np.__version__}"
+    return (
+        f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}, numpy {np.__version__}, "
+        f"fused kernel {fused.describe()}"
+    )
 
 
 def load() -> str:
@@ -429,13 +432,16 @@ a busy machine), which a Hydra multirun pays once per worker as well.
 ## Where the speed comes from
 
 - **Training**: the fused engine (`engine=auto`, the default, for the linear and ReLU heads in
-  float64 on the CPU) runs whole trajectories in C (`attnsvm/_fused.c`, built at install, called through
-  ctypes): 8 seeds per call, every array seed-last, so each formula of the hand-written stable
-  gradient is one SIMD operation across 8 seeds, and the loops over n, T, d run once per group
-  instead of once per seed and step. About half of its time is the 54 `exp` calls per seed and
-  step (libm, one per lane, kept for accuracy). The torch engine (`engine=torch`; the lambda
-  head, float32, CUDA) batches all seeds of a job instead; its steps are dominated by
-  torch's batched matmuls of tiny matrices (about 55 %) and log-softmax over rows of 8 (15 %).
+  float64 on the CPU) runs whole trajectories in C (`attnsvm/_fused.c`, built at install,
+  called through ctypes): every array seed-last, so each formula of the hand-written stable
+  gradient is one SIMD operation across 8 seeds (AVX-512 build) or 4 (AVX2 / baseline build),
+  and the loops over n, T, d run once per group instead of once per seed and step; `exp` is a
+  vectorised Cody-Waite + degree-13 polynomial within 1 ulp (a libm call per lane had taken
+  half the time). The vector width must match the CPU's: 8-lane code on AVX2 ran 5x slower
+  than 4-lane code, because GCC expands its comparisons lane by lane. The torch engine
+  (`engine=torch`; the lambda head, float32, CUDA) batches all seeds of a job instead; its
+  steps are dominated by torch's batched matmuls of tiny matrices (about 55 %) and
+  log-softmax over rows of 8 (15 %).
   The naive baseline is one seed at a time through autograd. One torch thread per process: on
   two shared cores, two threads made training 5-30x *slower* (table above), so `threads: 1` is
   the default and parallelism comes from worker processes (joblib launcher); for the fused

@@ -3,8 +3,9 @@
 Linear and ReLU heads (``engine=auto`` picks it for them in float64 on the CPU); the lambda head,
 float32 and CUDA train with torch (``attnsvm.train``).
 
-``attnsvm/_fused.c`` trains LANES seeds per call with every array seed-last, so each formula
-is one SIMD operation across seeds; this module lays the batch out that way, pads the last
+``attnsvm/_fused.c`` trains 4 or 8 seeds per call (the CPU's vector width) with every array
+seed-last, so each formula is one SIMD operation across seeds; this module lays the batch out
+that way, pads the last
 group with copies of a real seed (every group is full, so every seed runs the same code), calls
 the kernel through ctypes (which releases the GIL, so ``threads`` groups run at once) and puts
 the checkpoints back into a ``Trajectory``. Same config and seed give the same bits whatever
@@ -42,16 +43,30 @@ _P, _I, _D, _I64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_int6
 _ARGTYPES = [_I] * 5 + [_P] * 8 + [_I, _D, _I, _D, _D, _I64, _P, _I] + [_P] * 7
 
 
+BUILDS = ("attnsvm._fused_v4", "attnsvm._fused")  # 8 lanes for AVX-512 CPUs; 4 lanes, any CPU
+
+
 @cache
 def library() -> ctypes.CDLL | None:
-    """The compiled kernel, or None when the optional extension was not built (no compiler)."""
-    spec = importlib.util.find_spec("attnsvm._fused")
-    if spec is None or spec.origin is None:
-        return None
-    lib = ctypes.CDLL(spec.origin)
-    lib.attnsvm_train_group.argtypes = _ARGTYPES
-    lib.attnsvm_train_group.restype = _I
-    return lib
+    """The first kernel build this CPU runs (setup.py builds both from attnsvm/_fused.c), or
+    None when neither was built (no C compiler at install)."""
+    for name in BUILDS:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        lib = ctypes.CDLL(spec.origin)
+        if lib.attnsvm_cpu_supported():
+            lib.attnsvm_train_group.argtypes = _ARGTYPES
+            lib.attnsvm_train_group.restype = _I
+            lib.name = name
+            return lib
+    return None
+
+
+def describe() -> str:
+    """Which kernel build trains, for reports: e.g. 'attnsvm._fused_v4, 8 seeds per call'."""
+    lib = library()
+    return "not built" if lib is None else f"{lib.name}, {lib.attnsvm_lanes()} seeds per call"
 
 
 def resolve_engine(engine: Engine, device: Device, dtype: DType, head: Head) -> Engine:

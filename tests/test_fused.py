@@ -3,8 +3,15 @@ tests/test_train.py and tests/test_determinism.py)."""
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import importlib.util
+import platform
+import shutil
+import subprocess
+import sysconfig
 
+import numpy as np
 import pytest
 import torch
 
@@ -172,37 +179,75 @@ def test_without_the_extension_auto_falls_back_to_torch(monkeypatch):
         RunConfig(engine=Engine.fused)
 
 
-def test_same_bits_from_a_plain_sse2_build(tmp_path):
-    """The installed kernel (ISA clones, AVX-512 here) and a build for baseline x86-64 (SSE2)
-    give the same bits: exactly rounded lane-wise arithmetic, no FMA, the same libm exp."""
-    import ctypes
-    import platform
-    import shutil
-    import subprocess
-    import sysconfig
+def _load(path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    lib.attnsvm_train_group.argtypes = fused._ARGTYPES
+    return lib
 
+
+def _plain_sse2_build(tmp_path) -> ctypes.CDLL:
+    """attnsvm/_fused.c built with setup.py's flags for baseline x86-64, one plain version."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if platform.machine() != "x86_64" or cc is None:
         pytest.skip("needs an x86-64 C compiler")
     lib_path = tmp_path / "fused_sse2.so"
     subprocess.run(
         [cc, "-O3", "-std=gnu11", "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi",
-         "-DISA_CLONES=", "-march=x86-64", "-shared", "-fPIC",
+         "-DISA_TARGET=", "-march=x86-64", "-shared", "-fPIC",
          f"-I{sysconfig.get_paths()['include']}", str(REPO / "attnsvm" / "_fused.c"),
          "-o", str(lib_path)],
         check=True,
     )  # fmt: skip
-    plain = ctypes.CDLL(str(lib_path))
-    plain.attnsvm_train_group.argtypes = fused._ARGTYPES
+    return _load(lib_path)
+
+
+def test_same_bits_from_every_build(tmp_path):
+    """The AVX-512 build (8 lanes), the portable build (4 lanes, AVX2 clone here) and a plain
+    baseline x86-64 (SSE2) build give the same bits: exactly rounded lane-wise arithmetic, no
+    FMA, the same exp, and lanes that never mix."""
+    builds = {"sse2": _plain_sse2_build(tmp_path)}
+    for name in fused.BUILDS:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and _load(spec.origin).attnsvm_cpu_supported():
+            builds[name] = _load(spec.origin)
+    assert len(builds) >= 2
     inst = make_instances(DatasetConfig(n=6, T=8, d=10), list(range(9)))
     for kind in Parameterization:
         pcfg, ocfg = ParameterizationConfig(kind=kind), OptimizerConfig(steps=300)
-        installed = train(inst, LinearHead(inst), pcfg, ocfg, engine=Engine.fused)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(fused, "library", lambda: plain)
-            sse2 = train(inst, LinearHead(inst), pcfg, ocfg, engine=Engine.fused)
-        for f in FIELDS:
-            assert torch.equal(getattr(sse2, f), getattr(installed, f)), (kind, f)
+        runs = {}
+        for name, lib in builds.items():
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(fused, "library", lambda lib=lib: lib)
+                runs[name] = train(inst, LinearHead(inst), pcfg, ocfg, engine=Engine.fused)
+        ref = runs.pop("sse2")
+        for name, run in runs.items():
+            for f in FIELDS:
+                assert torch.equal(getattr(run, f), getattr(ref, f)), (name, kind, f)
+
+
+def test_vectorised_exp_within_one_ulp():
+    """The kernel's exp against mpmath's correctly rounded one, and its special values."""
+    import mpmath
+
+    lib = fused.library()
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [rng.uniform(-745, 709.7, 3000), rng.uniform(-1, 1, 3000), rng.uniform(-40, 0, 3000)]
+    )
+    special = np.array([0.0, -0.0, -np.inf, np.inf, 709.78, 710.0, -708.5, -740.0, -745.2, 1e-300])
+    x = np.concatenate([x, special])
+    x = np.concatenate([x, np.zeros(-len(x) % 8)])
+    out = np.empty_like(x)
+    lib.attnsvm_exp(
+        ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data), ctypes.c_int64(len(x))
+    )
+    mpmath.mp.prec = 120
+    ref = np.array([float(mpmath.exp(mpmath.mpf(float(v)))) for v in x])
+    finite = np.isfinite(ref) & (ref > 0)
+    ulps = np.abs(out[finite] - ref[finite]) / np.spacing(ref[finite])
+    assert ulps.max() <= 1.0
+    assert np.array_equal(out[~finite], ref[~finite])  # exp(-inf) = 0, overflow = inf, ...
+    assert (out[x == 0] == 1.0).all()
 
 
 @pytest.mark.parametrize("kind", list(Parameterization))
