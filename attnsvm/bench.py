@@ -261,6 +261,36 @@ def training_throughput(quick: bool) -> dict:
     return out
 
 
+def _build_worker(steps: int) -> tuple[str, dict]:
+    """Fused-engine seed-runs of 2000 steps per CPU second at (6,8,10), 1000 seeds, in a fresh
+    process (so that $ATTNSVM_FUSED_BUILD picks the build)."""
+    inst = make_instances(DatasetConfig(), list(range(1000)))
+    head = make_head(HeadConfig(), inst)
+    out = {}
+    for kind in (Parameterization.w, Parameterization.kq):
+        pcfg, ocfg = ParameterizationConfig(kind=kind), OptimizerConfig(steps=steps)
+        t = _timed(train, inst, head, pcfg, ocfg, engine=Engine.fused)
+        out[kind.value] = 1000 * steps / 2000 / t.cpu
+    return fused.describe(), out
+
+
+def build_throughput(quick: bool) -> dict:
+    """The throughput of every kernel build this CPU runs (AVX-512 and portable, say)."""
+    out = {}
+    for name in fused.BUILDS:
+        os.environ[fused.BUILD_ENV] = name
+        try:
+            with get_context("spawn").Pool(processes=1) as pool:
+                desc, res = pool.apply(_build_worker, (200 if quick else 500,))
+        except Exception as exc:  # not built, or this CPU cannot run it
+            desc, res = f"{name}: {type(exc).__name__}", {}
+        finally:
+            del os.environ[fused.BUILD_ENV]
+        if res:
+            out[desc] = res
+    return out
+
+
 def multitoken_experiment(quick: bool) -> tuple[float, int]:
     """CPU seconds of the real multitoken experiment (sweeps/multitoken.yaml: ReLU head, published
     filters, 2001 steps) at a small accepted target per d, scaled to 500 accepted per d: the cost
@@ -370,6 +400,7 @@ def main(argv: list[str] | None = None) -> str:
         thr = training_throughput(args.quick)
         mt_cpu, mt_target = multitoken_experiment(args.quick)
         big = large_svms()
+    builds = build_throughput(args.quick)
     rank = rank_experiment(args.quick)
     local = local_experiment(args.quick)
     base_mem = naive_training_memory()
@@ -403,6 +434,10 @@ def main(argv: list[str] | None = None) -> str:
     emit("|---|---|---|---|---|---|")
     for (R, kind, engine, th), (w, c) in thr.items():
         emit(f"| {R} | {kind} | {engine} | {th} | {w:.0f} | {c:.0f} |")
+    emit()
+    emit("Fused engine by kernel build (1000 seeds, 1 thread, per CPU second): " + "; ".join(
+        f"{desc}: W {r['w']:.0f}, (K,Q) {r['kq']:.0f}" for desc, r in builds.items()
+    ))  # fmt: skip
     emit()
     emit("## Large SVMs (one instance, 1 thread)")
     emit()
@@ -482,7 +517,8 @@ a busy machine), which a Hydra multirun pays once per worker as well.
 ## Known gaps
 
 - The fused kernel covers the linear and ReLU heads; the lambda head trains with torch.
-- Multitoken is measured at 25 accepted instances per d and scaled to 500 (see below).
+- The bench measures multitoken at 25 accepted instances per d and scales to 500; the real
+  sweep (`+sweeps=multitoken`, 500 per d) took 55 s on 2 cores (docs/nonlinear.md).
 - The naive rank time is extrapolated from one instance per (n,T,d) point (times 100).
 """
 

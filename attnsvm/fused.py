@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
@@ -44,13 +45,21 @@ _ARGTYPES = [_I] * 5 + [_P] * 8 + [_I, _D, _I, _D, _D, _I64, _P, _I] + [_P] * 7
 
 
 BUILDS = ("attnsvm._fused_v4", "attnsvm._fused")  # 8 lanes for AVX-512 CPUs; 4 lanes, any CPU
+BUILD_ENV = "ATTNSVM_FUSED_BUILD"  # names the one build to use (benchmarks, mixed clusters)
 
 
 @cache
 def library() -> ctypes.CDLL | None:
     """The first kernel build this CPU runs (setup.py builds both from attnsvm/_fused.c), or
-    None when neither was built (no C compiler at install)."""
-    for name in BUILDS:
+    None when neither was built (no C compiler at install). $ATTNSVM_FUSED_BUILD restricts
+    the choice to one build (same numbers, other speed)."""
+    names = BUILDS
+    forced = os.environ.get(BUILD_ENV)
+    if forced:
+        if forced not in BUILDS:
+            raise ConfigError(f"{BUILD_ENV}={forced!r}: accepted values {', '.join(BUILDS)}")
+        names = (forced,)
+    for name in names:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
             continue

@@ -262,3 +262,18 @@ def test_relu_head_seed_alone_equals_in_batch(kind):
         t_alone = train(alone, ReLUHead(alone), pcfg, ocfg, engine=Engine.fused)
         for f in ("W", "loss", "grad_norm", "selected"):
             assert torch.equal(getattr(t_big, f)[:, r], getattr(t_alone, f)[:, 0]), f
+
+
+def test_build_can_be_forced_by_environment(monkeypatch):
+    """$ATTNSVM_FUSED_BUILD names the build (e.g. the portable one on a mixed cluster)."""
+    try:
+        monkeypatch.setenv(fused.BUILD_ENV, "attnsvm._fused")
+        fused.library.cache_clear()
+        assert fused.describe() == "attnsvm._fused, 4 seeds per call"
+        monkeypatch.setenv(fused.BUILD_ENV, "avx9000")
+        fused.library.cache_clear()
+        with pytest.raises(ConfigError, match="ATTNSVM_FUSED_BUILD='avx9000'.*attnsvm._fused"):
+            RunConfig()
+    finally:
+        monkeypatch.undo()
+        fused.library.cache_clear()
