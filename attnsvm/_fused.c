@@ -7,8 +7,8 @@
  * seeds (GCC vector extensions: lane-wise IEEE arithmetic).
  *
  * Why it is batch-invariant: lane l of every operation is the same IEEE operation on seed l's
- * numbers alone (+ - * / sqrt are exactly rounded, vector or scalar; exp is one libm call per
- * lane), sums run in a fixed order that depends only on (n, T, d, m), and the build forbids
+ * numbers alone (+ - * / sqrt are exactly rounded, vector or scalar; exp, vexp below, is made of
+ * them), sums run in a fixed order that depends only on (n, T, d, m), and the build forbids
  * fused multiply-add contraction (-ffp-contract=off). So a seed's trajectory has the same bits
  * whichever group, batch size or thread runs it, and whichever ISA build below runs.
  *
@@ -263,6 +263,9 @@ ISA_TARGET int attnsvm_train_group(
 }
 
 int attnsvm_lanes(void) { return LANES; }
+
+/* Bumped with every change of attnsvm_train_group's arguments (attnsvm/fused.py: ABI). */
+int attnsvm_abi(void) { return 2; }
 
 /* Whether this CPU runs this build (the AVX-512 one needs every x86-64-v4 feature). */
 int attnsvm_cpu_supported(void) {

@@ -277,6 +277,7 @@ def _build_worker(steps: int) -> tuple[str, dict]:
 def build_throughput(quick: bool) -> dict:
     """The throughput of every kernel build this CPU runs (AVX-512 and portable, say)."""
     out = {}
+    before = os.environ.get(fused.BUILD_ENV)
     for name in fused.BUILDS:
         os.environ[fused.BUILD_ENV] = name
         try:
@@ -285,7 +286,9 @@ def build_throughput(quick: bool) -> dict:
         except Exception as exc:  # not built, or this CPU cannot run it
             desc, res = f"{name}: {type(exc).__name__}", {}
         finally:
-            del os.environ[fused.BUILD_ENV]
+            os.environ.pop(fused.BUILD_ENV)
+            if before is not None:
+                os.environ[fused.BUILD_ENV] = before
         if res:
             out[desc] = res
     return out
@@ -477,10 +480,13 @@ a busy machine), which a Hydra multirun pays once per worker as well.
   (`engine=torch`; the lambda head, float32, CUDA) batches all seeds of a job instead; its
   steps are dominated by torch's batched matmuls of tiny matrices (about 55 %) and
   log-softmax over rows of 8 (15 %).
-  The naive baseline is one seed at a time through autograd. One torch thread per process: on
-  two shared cores, two threads made training 5-30x *slower* (table above), so `threads: 1` is
-  the default and parallelism comes from worker processes (joblib launcher); for the fused
-  engine `threads: 2` runs two seed groups at once (same numbers, see the table).
+  The naive baseline is one seed at a time through autograd. Threads: a second thread never
+  lowers the CPU time per seed-run (table above); on an otherwise idle machine it shortens the
+  wall time (torch about 1.9x at 1000 seeds, fused about 1.7x), but whenever anything else ran,
+  two torch threads made training 3-30x slower (PAPER.md §6.5, and the previous version of this
+  table). A sweep's workers already fill every core, so `threads: 1` is the default and
+  parallelism comes from worker processes (joblib launcher); `threads: 2` suits one big job
+  on an idle machine (same numbers with either engine).
 - **BLAS threads**: `threads` also bounds numpy/scipy's OpenBLAS pools (threadpoolctl). With the
   default two BLAS threads on two busy cores, a 380 x 380 `eigh` took 6.9 s instead of 0.045 s
   and the (20,20,200) nuclear SVM 46 CPU-s instead of about 1.

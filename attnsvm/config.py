@@ -278,11 +278,14 @@ class RunConfig:
         self.train_engine  # noqa: B018  raises if engine=fused cannot run here
 
     @property
-    def train_engine(self) -> Engine:
-        """The engine that trains: ``auto`` resolved (fused where it applies, else torch)."""
+    def train_engine(self) -> Engine | None:
+        """The engine that trains: ``auto`` resolved (fused where it applies, else torch); None
+        when the job trains nothing (``train=false``). The job hash uses this, not ``engine``."""
         from attnsvm.fused import resolve_engine
 
-        return resolve_engine(self.engine, self.device, self.dtype, self.head.kind)
+        return resolve_engine(
+            self.engine, self.device, self.dtype, self.head.kind, self.experiment, self.train
+        )
 
     @property
     def seed_list(self) -> list[int]:

@@ -30,6 +30,7 @@ from attnsvm.config import (
     Device,
     DType,
     Engine,
+    Experiment,
     Head,
     Optimizer,
     OptimizerConfig,
@@ -37,7 +38,7 @@ from attnsvm.config import (
     ParameterizationConfig,
 )
 from attnsvm.data import Instances
-from attnsvm.heads import ReLUHead
+from attnsvm.heads import LinearHead, ReLUHead
 from attnsvm.train import Params, Trajectory, checkpoint_steps, init_params
 
 _P, _I, _D, _I64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_int64
@@ -48,44 +49,71 @@ BUILDS = ("attnsvm._fused_v4", "attnsvm._fused")  # 8 lanes for AVX-512 CPUs; 4 
 BUILD_ENV = "ATTNSVM_FUSED_BUILD"  # names the one build to use (benchmarks, mixed clusters)
 
 
+ABI = 2  # attnsvm_abi() of a build that matches _ARGTYPES; a stale build is not used
+
+
 @cache
-def library() -> ctypes.CDLL | None:
-    """The first kernel build this CPU runs (setup.py builds both from attnsvm/_fused.c), or
-    None when neither was built (no C compiler at install). $ATTNSVM_FUSED_BUILD restricts
-    the choice to one build (same numbers, other speed)."""
+def _load() -> tuple[ctypes.CDLL | None, str]:
+    """(the kernel build to use, or None; why none)."""
     names = BUILDS
     forced = os.environ.get(BUILD_ENV)
     if forced:
         if forced not in BUILDS:
             raise ConfigError(f"{BUILD_ENV}={forced!r}: accepted values {', '.join(BUILDS)}")
         names = (forced,)
+    why = "the C extension attnsvm._fused was not built (no C compiler at install)"
     for name in names:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
             continue
         lib = ctypes.CDLL(spec.origin)
-        if lib.attnsvm_cpu_supported():
+        if not hasattr(lib, "attnsvm_abi") or lib.attnsvm_abi() != ABI:
+            why = f"{name} is a stale build: reinstall (pip install -e .) to rebuild it"
+        elif not lib.attnsvm_cpu_supported():
+            why = f"{name} needs a CPU with AVX-512 (x86-64-v4)"
+        else:
             lib.attnsvm_train_group.argtypes = _ARGTYPES
             lib.attnsvm_train_group.restype = _I
             lib.name = name
-            return lib
-    return None
+            return lib, ""
+    return None, why
+
+
+def library() -> ctypes.CDLL | None:
+    """The first kernel build this CPU runs (setup.py builds both from attnsvm/_fused.c), or
+    None when there is none (no C compiler at install). $ATTNSVM_FUSED_BUILD restricts the
+    choice to one build (same numbers, other speed)."""
+    return _load()[0]
 
 
 def describe() -> str:
     """Which kernel build trains, for reports: e.g. 'attnsvm._fused_v4, 8 seeds per call'."""
     lib = library()
-    return "not built" if lib is None else f"{lib.name}, {lib.attnsvm_lanes()} seeds per call"
+    return _load()[1] if lib is None else f"{lib.name}, {lib.attnsvm_lanes()} seeds per call"
 
 
-def resolve_engine(engine: Engine, device: Device, dtype: DType, head: Head) -> Engine:
-    """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``.
+def resolve_engine(
+    engine: Engine,
+    device: Device,
+    dtype: DType,
+    head: Head,
+    experiment: Experiment = Experiment.gd,
+    trains: bool = True,
+) -> Engine | None:
+    """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``; None
+    for a job that trains nothing (``train=false``).
 
-    The kernel covers the linear and ReLU heads in float64 on the CPU (W or (K,Q), GD or NGD,
-    masks);
-    asking for ``fused`` elsewhere is a ConfigError naming what does not fit.
+    The kernel covers GD/NGD on W or (K,Q) with the linear and ReLU heads in float64 on the
+    CPU (masks included); the regularization path's projected GD runs in torch. Asking for
+    ``fused`` elsewhere is a ConfigError naming what does not fit.
     """
+    if not trains:
+        return None
+    if engine == Engine.torch:
+        return Engine.torch
     why = []
+    if experiment == Experiment.regpath:
+        why.append("experiment=regpath (its projected GD runs in torch)")
     if device != Device.cpu:
         why.append(f"device={device.value} (it needs cpu)")
     if dtype != DType.float64:
@@ -93,15 +121,13 @@ def resolve_engine(engine: Engine, device: Device, dtype: DType, head: Head) -> 
     if head not in (Head.linear, Head.relu):
         why.append(f"head.kind={head.value} (it needs linear or relu)")
     if not why and library() is None:
-        why.append("the C extension attnsvm._fused was not built (no C compiler at install)")
+        why.append(_load()[1])
     if engine == Engine.fused and why:
         raise ConfigError(
             f"engine=fused cannot run here: {'; '.join(why)}. Accepted values of engine for "
             "this run: auto, torch"
         )
-    if engine == Engine.auto:
-        return Engine.torch if why else Engine.fused
-    return engine
+    return Engine.torch if why else Engine.fused
 
 
 def _seed_last(a: np.ndarray, groups: int, L: int) -> np.ndarray:
@@ -127,6 +153,13 @@ def train_fused(
 ) -> Trajectory:
     """``attnsvm.train.train`` for the linear or ReLU head, by the C kernel; same checkpoints."""
     lib = library()
+    if lib is None:
+        raise RuntimeError(f"engine=fused: {_load()[1]}")
+    if type(head) not in (LinearHead, ReLUHead):
+        raise ValueError(f"engine=fused trains linear and ReLU heads, not {type(head).__name__}")
+    X_dev = inst.X.device
+    if inst.X.dtype != torch.float64 or X_dev.type != "cpu":
+        raise ValueError(f"engine=fused needs float64 on the CPU, not {inst.X.dtype} on {X_dev}")
     R, n, T, d = inst.X.shape
     L = lib.attnsvm_lanes()
     groups = -(-R // L)

@@ -49,7 +49,7 @@ def config_columns(cfg: RunConfig) -> dict:
         "parameterization": cfg.parameterization.kind.value,
         "head": cfg.head.kind.value,
         "optimizer": cfg.optimizer.kind.value,
-        "train_engine": cfg.train_engine.value,  # ``engine`` resolved (auto -> fused / torch)
+        "train_engine": plain(cfg.train_engine) or "none",  # auto resolved; none: no GD
     }
     return {**short, **flat}
 

@@ -50,10 +50,15 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 
 def config_hash(cfg) -> str:
-    """Stable 16-hex-digit identity of a run config (results-relevant keys only)."""
+    """Stable 16-hex-digit identity of a run config (results-relevant keys only).
+
+    ``engine`` enters as the engine that trains (``auto`` resolved), so results of the fused
+    and the torch engine never share a hash, and ``auto`` and the engine it picks do."""
     d = plain(cfg)
     for k in NON_RESULT_KEYS:
         d.pop(k, None)
+    if "engine" in d:
+        d["engine"] = plain(cfg.train_engine)
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

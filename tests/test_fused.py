@@ -22,6 +22,7 @@ from attnsvm.config import (
     Device,
     DType,
     Engine,
+    Experiment,
     Head,
     HeadConfig,
     Optimizer,
@@ -31,7 +32,8 @@ from attnsvm.config import (
     RunConfig,
 )
 from attnsvm.data import make_instances
-from attnsvm.heads import LinearHead, ReLUHead
+from attnsvm.heads import LambdaHead, LinearHead, ReLUHead
+from attnsvm.results import config_hash
 from attnsvm.train import init_params, train
 from conftest import REPO
 
@@ -173,7 +175,7 @@ def test_fused_on_cuda_is_refused():
 
 def test_without_the_extension_auto_falls_back_to_torch(monkeypatch):
     """An install without a C compiler still trains (torch); asking for fused says why not."""
-    monkeypatch.setattr(fused, "library", lambda: None)
+    monkeypatch.setattr(fused, "_load", lambda: (None, "attnsvm._fused was not built (test)"))
     assert RunConfig().train_engine == Engine.torch
     with pytest.raises(ConfigError, match="attnsvm._fused was not built"):
         RunConfig(engine=Engine.fused)
@@ -268,12 +270,39 @@ def test_build_can_be_forced_by_environment(monkeypatch):
     """$ATTNSVM_FUSED_BUILD names the build (e.g. the portable one on a mixed cluster)."""
     try:
         monkeypatch.setenv(fused.BUILD_ENV, "attnsvm._fused")
-        fused.library.cache_clear()
+        fused._load.cache_clear()
         assert fused.describe() == "attnsvm._fused, 4 seeds per call"
         monkeypatch.setenv(fused.BUILD_ENV, "avx9000")
-        fused.library.cache_clear()
+        fused._load.cache_clear()
         with pytest.raises(ConfigError, match="ATTNSVM_FUSED_BUILD='avx9000'.*attnsvm._fused"):
             RunConfig()
     finally:
         monkeypatch.undo()
-        fused.library.cache_clear()
+        fused._load.cache_clear()
+
+
+def test_job_hash_names_the_engine_that_trains():
+    """auto and the engine it picks share results; the two engines never do."""
+    auto, fused_, torch_ = (config_hash(RunConfig(engine=e)) for e in Engine)
+    assert auto == fused_ != torch_
+    lam = HeadConfig(kind=Head["lambda"])  # auto -> torch
+    assert config_hash(RunConfig(head=lam)) == config_hash(RunConfig(head=lam, engine=Engine.torch))
+    no_gd = [RunConfig(train=False, engine=e) for e in (Engine.auto, Engine.torch)]
+    assert {c.train_engine for c in no_gd} == {None}
+    assert len({config_hash(c) for c in no_gd}) == 1
+
+
+def test_regpath_refuses_fused():
+    with pytest.raises(ConfigError, match="engine=fused.*experiment=regpath"):
+        RunConfig(experiment=Experiment.regpath, engine=Engine.fused)
+    assert RunConfig(experiment=Experiment.regpath).train_engine == Engine.torch
+
+
+def test_direct_calls_check_the_head_and_dtype():
+    inst = make_instances(DatasetConfig(n=3, T=4, d=5), [0, 1])
+    pcfg, ocfg = ParameterizationConfig(), OptimizerConfig(steps=5)
+    with pytest.raises(ValueError, match="linear and ReLU heads, not LambdaHead"):
+        train(inst, LambdaHead(inst, 0.1), pcfg, ocfg, engine=Engine.fused)
+    inst32 = make_instances(DatasetConfig(n=3, T=4, d=5), [0, 1], dtype=torch.float32)
+    with pytest.raises(ValueError, match="float64"):
+        train(inst32, LinearHead(inst32), pcfg, ocfg, engine=Engine.fused)
