@@ -166,7 +166,7 @@ def train_fused(
     pad = np.minimum(np.arange(groups * L), R - 1)  # the last group repeats the last seed
 
     def arr(t):
-        return _seed_last(t.detach().cpu().numpy().astype(np.float64, copy=False)[pad], groups, L)
+        return _seed_last(t.detach().numpy()[pad], groups, L)  # float64 CPU, checked above
 
     p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
     kq = pcfg.kind == Parameterization.kq
@@ -211,7 +211,6 @@ def train_fused(
     def back(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(_seed_first(a, R))
 
-    final = np.moveaxis(final_s, -1, 1).reshape(groups * L, n, T)[:R]
     return Trajectory(
         steps=ckpts.tolist(),
         W=back(rec_W),
@@ -220,5 +219,5 @@ def train_fused(
         softmax_max=back(rec["smax"]),
         softmax_min_max=back(rec["sminmax"]),
         selected=back(rec_sel),
-        final_softmax=torch.from_numpy(np.ascontiguousarray(final)),
+        final_softmax=back(final_s[:, None])[0],  # as a single checkpoint
     )

@@ -45,8 +45,7 @@ def test_extension_is_built():
     assert fused.library() is not None, f"rebuild: pip install -e {REPO}"
 
 
-def _both(inst, pcfg, ocfg):
-    head = ReLUHead(inst) if inst.V is not None else LinearHead(inst)
+def _both(inst, head, pcfg, ocfg):
     return [train(inst, head, pcfg, ocfg, engine=e) for e in (Engine.torch, Engine.fused)]
 
 
@@ -99,7 +98,8 @@ def test_engines_agree(case):
     ds, pcfg, ocfg = CASES[case]
     ocfg = ocfg or OptimizerConfig()
     inst = make_instances(ds, list(range(11)))  # one full group of 8 and a padded one
-    t_torch, t_fused = _both(inst, pcfg, ocfg)
+    head = ReLUHead(inst) if inst.V is not None else LinearHead(inst)
+    t_torch, t_fused = _both(inst, head, pcfg, ocfg)
     assert t_fused.steps == t_torch.steps
     for f in FIELDS:
         a, b = getattr(t_fused, f), getattr(t_torch, f)
@@ -110,7 +110,6 @@ def test_engines_agree(case):
         p.W = p.W * (1 + 2**-52)
     else:
         p.K = p.K * (1 + 2**-52)
-    head = ReLUHead(inst) if inst.V is not None else LinearHead(inst)
     t_ulp = train(inst, head, pcfg, ocfg, p, Engine.torch)
     noise = _final_gap(t_ulp, t_torch)
     gap = _final_gap(t_fused, t_torch)

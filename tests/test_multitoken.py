@@ -59,17 +59,21 @@ def test_acceptance_flags():
     assert f["band_ok"] and f["has_zero"] and f["multi_selected"]
 
 
-def test_svmeq_beats_w_dir_where_two_tokens_stay_selected():
-    cfg = RunConfig(
-        dataset=DatasetConfig(generator=Generator.relu, n=3, T=4, d=6),
+def _multitoken_cfg(d: int, steps: int, every: int, target: int, batch_size: int) -> RunConfig:
+    """The published multitoken setting (ReLU head, n=3, T=4, seeds from 1), scaled down."""
+    return RunConfig(
+        dataset=DatasetConfig(generator=Generator.relu, n=3, T=4, d=d),
         head=HeadConfig(kind=Head.relu),
-        optimizer=OptimizerConfig(steps=1500, checkpoint_every=500),
+        optimizer=OptimizerConfig(steps=steps, checkpoint_every=every),
         experiment=Experiment.multitoken,
-        multitoken=MultitokenConfig(target_accepted=6),
+        multitoken=MultitokenConfig(target_accepted=target),
         seed=1,
-        batch_size=40,
+        batch_size=batch_size,
     )
-    res = run_job(cfg)
+
+
+def test_svmeq_beats_w_dir_where_two_tokens_stay_selected():
+    res = run_job(_multitoken_cfg(d=6, steps=1500, every=500, target=6, batch_size=40))
     ok = res.runs[(res.runs.status == "ok") & res.runs.multi_selected]
     assert len(ok) >= 3
     err_eq, err_dir = 1 - ok.corr_svmeq, 1 - ok.corr_dir
@@ -84,15 +88,7 @@ def test_svmeq_beats_w_dir_where_two_tokens_stay_selected():
 
 def test_target_accepted_rows_do_not_depend_on_the_batch_size():
     def job(batch_size):
-        cfg = RunConfig(
-            dataset=DatasetConfig(generator=Generator.relu, n=3, T=4, d=4),
-            head=HeadConfig(kind=Head.relu),
-            optimizer=OptimizerConfig(steps=800, checkpoint_every=400),
-            experiment=Experiment.multitoken,
-            multitoken=MultitokenConfig(target_accepted=3),
-            seed=1,
-            batch_size=batch_size,
-        )
+        cfg = _multitoken_cfg(d=4, steps=800, every=400, target=3, batch_size=batch_size)
         return run_job(cfg).runs.set_index("seed")
 
     a, b = job(5), job(32)
