@@ -1,9 +1,14 @@
 """Batch-invariant tensor primitives: a seed's numbers never depend on the other seeds.
 
-With one torch thread, matmuls of fixed per-seed shapes and exactly rounded elementwise ops
-(+, *, /, sqrt) give the same bits whatever the batch size. Two kinds of op do not, and are
-routed through these helpers: transcendental elementwise functions (SIMD body vs scalar
-tail) and reductions (vectorised across or along rows depending on the row count).
+Exactly rounded elementwise ops (+, *, /, sqrt) give the same bits whatever the batch size.
+Three kinds of op do not, and are routed through these helpers: transcendental elementwise
+functions (SIMD body vs scalar tail), reductions (vectorised across or along rows depending on
+the row count) and matrix products. A batched matmul above a few hundred multiply-adds goes
+to BLAS (MKL in torch's CPU wheels), whose kernel, blocking and threading depend on the batch
+size, the memory alignment and the CPU: on an AVX2-only or AMD CPU one seed's product changed
+with its batch mates. So every product here is evaluated by torch's own per-matrix loop
+(``baddbmm_cpu_kernel``: one sequential dot product per entry, the same code on every CPU),
+never by BLAS. This is a property of the code, not of one machine's kernels.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from __future__ import annotations
 import torch
 
 SIMD_BLOCK = 64  # a multiple of every CPU kernel's vector block (2 x 8 doubles on AVX-512)
-DOT_BLOCK = 128  # bmm of (1, k) @ (k, 1) with k < 400 uses torch's plain per-matrix loop
+NAIVE_LIMIT = 400  # torch's bmm uses its plain per-matrix loop below this many multiply-adds
+DOT_BLOCK = 128  # so a (1, k) @ (k, 1) product with k <= DOT_BLOCK never reaches BLAS
 
 
 def elementwise(fn, x: torch.Tensor) -> torch.Tensor:
@@ -49,3 +55,29 @@ def dot_last(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def sum_last(x: torch.Tensor) -> torch.Tensor:
     """Batch-invariant sum over the last axis."""
     return dot_last(x, torch.ones_like(x))
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for a (..., r, k) and b (..., k, c): every entry is the sequential sum
+    ((a_1 b_1 + a_2 b_2) + ...) in exactly rounded ops, so the same bits whatever the batch,
+    the thread count or the CPU's kernel level.
+
+    Batch dims are broadcast explicitly so torch never folds the batch into one BLAS gemm.
+    Small products (r k c < NAIVE_LIMIT) run in torch's per-matrix loop, which sums in that
+    order; larger ones accumulate k rank-one terms with elementwise mul and add (vectorised
+    over the whole batch; never a fused multiply-add, whose use differs by kernel and position).
+    On CUDA (no batch-invariance promised there) this is ``torch.matmul``.
+    """
+    if a.device.type != "cpu":
+        return torch.matmul(a, b)
+    (r, k), c = a.shape[-2:], b.shape[-1]
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    if not batch:
+        return matmul(a.unsqueeze(0), b.unsqueeze(0))[0]
+    a, b = a.expand(*batch, r, k), b.expand(*batch, k, c)
+    if r * k * c < NAIVE_LIMIT:
+        return torch.matmul(a, b)
+    out = a[..., :, :1] * b[..., :1, :]  # (..., r, c)
+    for j in range(1, k):
+        out = out + a[..., :, j : j + 1] * b[..., j : j + 1, :]
+    return out

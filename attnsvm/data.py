@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnsvm.batchops import dot_last, sum_last
+from attnsvm.batchops import dot_last, matmul, sum_last
 from attnsvm.config import Attention, ConfigError, DatasetConfig, Generator
 
 
@@ -220,7 +220,7 @@ def finish_instances(seeds, X, Y, Z, v, device, V=None, mask=None) -> Instances:
         gamma = Y[..., None] * dot_last(X, v[:, None, None, :])  # (R, n, T)
     else:
         V = V.to(device)
-        relu = torch.relu(torch.matmul(X, V.unsqueeze(1)))  # (R, n, T, d) ReLU(V^T x_it)
+        relu = torch.relu(matmul(X, V.unsqueeze(1)))  # (R, n, T, d) ReLU(V^T x_it)
         gamma = Y[..., None] * sum_last(relu)  # (R, n, T)
     if mask is not None:
         mask = mask.to(device)

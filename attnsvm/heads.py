@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from attnsvm.batchops import dot_last, sum_last
+from attnsvm.batchops import dot_last, matmul, sum_last
 from attnsvm.config import Head, HeadConfig
 from attnsvm.data import Instances
 
@@ -27,7 +27,7 @@ class LinearHead:
         return dot_last(s, self.h)  # (R, n)
 
     def centred_values(self, s: torch.Tensor) -> torch.Tensor:
-        return torch.matmul(self.h_diff, s.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
+        return matmul(self.h_diff, s.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
 
 
 class ReLUHead:
@@ -39,16 +39,16 @@ class ReLUHead:
     def __init__(self, inst: Instances):
         if inst.V is None:
             raise ValueError("head.kind=relu needs a value matrix V: use dataset.generator=relu")
-        self.P = torch.matmul(inst.X, inst.V.unsqueeze(1))  # (R, n, T, d) rows (V^T x_it)^T
+        self.P = matmul(inst.X, inst.V.unsqueeze(1))  # (R, n, T, d) rows (V^T x_it)^T
 
     def output(self, s: torch.Tensor) -> torch.Tensor:
-        pbar = torch.matmul(s.unsqueeze(-2), self.P).squeeze(-2)  # (R, n, d) V^T xbar_i
+        pbar = matmul(s.unsqueeze(-2), self.P).squeeze(-2)  # (R, n, d) V^T xbar_i
         return sum_last(torch.relu(pbar))  # (R, n)
 
     def centred_values(self, s: torch.Tensor) -> torch.Tensor:
-        pbar = torch.matmul(s.unsqueeze(-2), self.P).squeeze(-2)  # (R, n, d)
+        pbar = matmul(s.unsqueeze(-2), self.P).squeeze(-2)  # (R, n, d)
         active = (pbar > 0).to(self.P.dtype)  # (R, n, d) ReLU'
-        e = torch.matmul(self.P, active.unsqueeze(-1)).squeeze(-1)  # (R, n, T) e_it
+        e = matmul(self.P, active.unsqueeze(-1)).squeeze(-1)  # (R, n, T) e_it
         return _centred(e, s)
 
 
@@ -64,21 +64,21 @@ class LambdaHead:
         self.h = dot_last(inst.X, inst.v[:, None, None, :])  # (R, n, T) h_it = v^T x_it
 
     def _xbar(self, s: torch.Tensor) -> torch.Tensor:
-        return torch.matmul(s.unsqueeze(-2), self.X).squeeze(-2)  # (R, n, d)
+        return matmul(s.unsqueeze(-2), self.X).squeeze(-2)  # (R, n, d)
 
     def output(self, s: torch.Tensor) -> torch.Tensor:
         xbar = self._xbar(s)
         return dot_last(s, self.h) - self.lam * dot_last(xbar, xbar)  # (R, n)
 
     def centred_values(self, s: torch.Tensor) -> torch.Tensor:
-        q = torch.matmul(self.X, self._xbar(s).unsqueeze(-1)).squeeze(-1)  # (R, n, T) xbar^T x_t
+        q = matmul(self.X, self._xbar(s).unsqueeze(-1)).squeeze(-1)  # (R, n, T) xbar^T x_t
         return _centred(self.h, s) - 2 * self.lam * _centred(q, s)
 
 
 def _centred(e: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
     """sum_u s_iu (e_it - e_iu) (R, n, T), differences taken before weighting (PAPER §6.1)."""
     diff = e[..., :, None] - e[..., None, :]  # (R, n, T, T)
-    return torch.matmul(diff, s.unsqueeze(-1)).squeeze(-1)
+    return matmul(diff, s.unsqueeze(-1)).squeeze(-1)
 
 
 def make_head(cfg: HeadConfig, inst: Instances):

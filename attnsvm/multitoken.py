@@ -24,14 +24,13 @@ SVMs solved), and ``status`` is ``ok`` exactly when a seed passes all of them. W
 from __future__ import annotations
 
 import time
-import warnings
 
 import cvxpy as cp
 import numpy as np
 import pandas as pd
 import torch
 
-from attnsvm import metrics, svm
+from attnsvm import cvx, metrics, svm
 from attnsvm.config import Parameterization, RunConfig, SolverConfig
 from attnsvm.data import accepted_seeds, make_instances
 from attnsvm.heads import make_head
@@ -94,7 +93,9 @@ def w_dir(X: np.ndarray, Z: np.ndarray, O: np.ndarray, feas_tol: float = 1e-6):
 
 
 def w_fin_dir_nuc(X, Z, s, O, cfg: SolverConfig):
-    """Nuclear-norm W^fin and W^dir (the bias of (K,Q) training), as cvxpy models in vec(W)."""
+    """Nuclear-norm W^fin and W^dir (the bias of (K,Q) training), as cvxpy models in vec(W)
+    solved through the gateway (``cvx.solve``). Returns ((W_fin, status, reason), (W_dir, ...))
+    with W None unless the status is optimal or inaccurate."""
     d = X.shape[-1]
     (a, b), (p, q) = _pairs(O)
     out = []
@@ -110,22 +111,15 @@ def w_fin_dir_nuc(X, Z, s, O, cfg: SolverConfig):
                 cons.append(_pair_rows(X, Z, a, b) @ w == 0)
         if kind == "dir":
             if len(p) == 0:
-                out.append(None)
+                out.append((None, cvx.INFEASIBLE, "no masked token"))
                 continue
             cons.append(_pair_rows(X, Z, p, q) @ w >= 1)
         if not cons:
-            out.append(np.zeros((d, d)))
+            out.append((np.zeros((d, d)), cvx.OPTIMAL, ""))
             continue
-        prob = cp.Problem(cp.Minimize(cp.normNuc(W)), cons)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                prob.solve(solver=cfg.backend.value, **svm._solver_kwargs(cfg))
-        except cp.error.SolverError:
-            out.append(None)
-            continue
-        ok = prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and W.value is not None
-        out.append(W.value if ok else None)
+        status, reason = cvx.solve(cp.Problem(cp.Minimize(cp.normNuc(W)), cons), cfg)
+        ok = status in (cvx.OPTIMAL, cvx.INACCURATE)
+        out.append((W.value if ok else None, status, reason))
     return out[0], out[1]
 
 
@@ -156,13 +150,20 @@ def analyse_seed(cfg: RunConfig, X, Z, s, Ws, seed: int):
     row = {"seed": seed, **flags}
     if not finite:
         return {**row, "status": "diverged", "reason": "non-finite parameters"}, None
+    errors = []  # a solver that failed: the seed is a solver_error, never "infeasible"
     if cfg.parameterization.kind == Parameterization.kq:  # nuclear norm, as published
-        Wf, Wd = w_fin_dir_nuc(X, Z, s, O, cfg.solver)
+        (Wf, fin_status, fin_reason), (Wd, dir_status, dir_reason) = w_fin_dir_nuc(
+            X, Z, s, O, cfg.solver
+        )
+        errors += [f"W^fin: {fin_reason}"] * (fin_status == cvx.SOLVER_ERROR)
+        errors += [f"W^dir: {dir_reason}"] * (dir_status == cvx.SOLVER_ERROR)
         Wf = np.zeros_like(Ws[-1]) if Wf is None else Wf
         single = svm.w_mm_nuc(X, Z, s.argmax(-1), cfg.solver)
     else:
         Wf, Wd = w_fin(X, Z, s, O), w_dir(X, Z, O, cfg.solver.feas_tol)
         single = svm.w_mm(X, Z, s.argmax(-1), cfg.solver)
+    if single.status == cvx.SOLVER_ERROR:
+        errors.append(f"W^1token: {single.reason}")
     W_last = Ws[-1]
     curves = {"corr_dir": metrics.corr(Ws, Wd), "corr_1token": metrics.corr(Ws, single.W)}
     R = fit_R(W_last, Wf, Wd) if Wd is not None else float("nan")
@@ -173,12 +174,13 @@ def analyse_seed(cfg: RunConfig, X, Z, s, Ws, seed: int):
         reasons.append(f"a softmax entry in ({mcfg.zero_threshold:g}, {mcfg.threshold:g}]")
     if not flags["has_zero"]:
         reasons.append(f"no softmax entry <= {mcfg.zero_threshold:g} (finite solution)")
-    if Wd is None:
+    if Wd is None and not errors:
         reasons.append("W^dir infeasible (or no masked token)")
-    if not single.ok:
+    if not single.ok and not errors:
         reasons.append(f"W^1token {single.status}")
+    reasons = errors + reasons
     row.update(
-        status="ok" if not reasons else "rejected",
+        status="solver_error" if errors else "ok" if not reasons else "rejected",
         reason="; ".join(reasons),
         svm_ok=svm_ok,
         accepted=not reasons,
@@ -248,7 +250,6 @@ def run_job(cfg: RunConfig, progress=None):
     from attnsvm.pipeline import JobResult, config_columns
 
     t0 = time.perf_counter()
-    torch.set_num_threads(cfg.threads)
     mcfg, target = cfg.multitoken, cfg.multitoken.target_accepted
     rows, curves = [], []
     if target is None:

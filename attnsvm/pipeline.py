@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import torch
-from threadpoolctl import threadpool_limits
 
 from attnsvm import metrics, svm
 from attnsvm.config import Backend, Experiment, Generator, Init, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
+from attnsvm.runtime import limit_threads
 from attnsvm.sequential import w_mm_masked
 from attnsvm.train import Trajectory, train
 
@@ -271,27 +271,30 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
 def run_job(cfg: RunConfig, progress=None) -> JobResult:
     """All seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the config columns.
 
-    ``experiment=multitoken`` and ``experiment=regpath`` are run by their own modules.
-    ``cfg.threads`` bounds torch's threads and the BLAS pools numpy/scipy use (eigh, svd,
-    nnls): on two busy cores a default two-thread BLAS made a 380 x 380 eigh 150x slower.
+    ``experiment=multitoken`` and ``experiment=regpath`` are run by their own modules. Every
+    experiment runs under ``cfg.threads`` (torch and the BLAS pools numpy/scipy use).
     """
-    if cfg.experiment != Experiment.gd:
-        import importlib
+    with limit_threads(cfg.threads):
+        if cfg.experiment != Experiment.gd:
+            import importlib
 
-        return importlib.import_module(f"attnsvm.{cfg.experiment.value}").run_job(cfg, progress)
+            module = importlib.import_module(f"attnsvm.{cfg.experiment.value}")
+            return module.run_job(cfg, progress)
+        return _run_gd_job(cfg, progress)
+
+
+def _run_gd_job(cfg: RunConfig, progress=None) -> JobResult:
     t0 = time.perf_counter()
-    torch.set_num_threads(cfg.threads)
     seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)  # relu: all-positive labels skipped
     rows, trajs, extra = [], [], {}
-    with threadpool_limits(limits=cfg.threads):
-        for start in range(0, len(seeds), cfg.batch_size):
-            r, t, e = run_batch(cfg, seeds[start : start + cfg.batch_size])
-            rows += r
-            trajs += t
-            for name, frames in e.items():
-                extra.setdefault(name, []).extend(frames)
-            if progress is not None:
-                progress(len(rows), len(seeds))
+    for start in range(0, len(seeds), cfg.batch_size):
+        r, t, e = run_batch(cfg, seeds[start : start + cfg.batch_size])
+        rows += r
+        trajs += t
+        for name, frames in e.items():
+            extra.setdefault(name, []).extend(frames)
+        if progress is not None:
+            progress(len(rows), len(seeds))
     chash = config_hash(cfg)
     cols = {**config_columns(cfg), "config_hash": chash}
     runs = pd.DataFrame(rows).assign(**cols)

@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics
+from attnsvm.batchops import matmul
 from attnsvm.config import Parameterization, RegpathConfig, RunConfig
 from attnsvm.data import accepted_seeds, make_instances
 from attnsvm.heads import make_head
@@ -75,7 +76,7 @@ def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_a
             step = torch.where(gn > UNDERFLOW, eta / gn.clamp_min(UNDERFLOW), 0.0)
             p = _project(Params(W=p.W - step * gW), R)
         else:
-            gK, gQ = torch.matmul(gW, p.Q), torch.matmul(gW.transpose(-1, -2), p.K)
+            gK, gQ = matmul(gW, p.Q), matmul(gW.transpose(-1, -2), p.K)
             gn = torch.sqrt(frob(gK) ** 2 + frob(gQ) ** 2)[:, None, None]
             step = torch.where(gn > UNDERFLOW, eta / gn.clamp_min(UNDERFLOW), 0.0)
             p = _project(Params(K=p.K - step * gK, Q=p.Q - step * gQ), R)
@@ -160,7 +161,6 @@ def run_job(cfg: RunConfig, progress=None):
     from attnsvm.pipeline import JobResult, config_columns
 
     t0 = time.perf_counter()
-    torch.set_num_threads(cfg.threads)
     dtype = getattr(torch, cfg.dtype.value)
     seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)
     grid = radii(cfg.regpath)

@@ -12,7 +12,9 @@ Newton step (HKM direction, Mehrotra predictor-corrector, as in SDPT3) is reduce
 Schur complement M_jk = <A_j, X A_k Z^{-1}>, which for these rank-2 constraint matrices is four
 Hadamard products of m x m matrices: O(m N^2 + m^2 N + m^3) per iteration instead of a dense
 ((N(N+1)/2)^2 block that a general conic solver factors. Instances of one shape are solved as
-a batch, every operation per instance, with per-instance step lengths and stopping.
+a batch, every operation per instance, with per-instance step lengths and stopping: an
+instance's iterates and stopping step never depend on its batch mates (products and sums by
+attnsvm.batchops, LAPACK on one thread in MKL's strict reproducibility mode).
 
     W, status, iters = nuclear_svm_batch(a, b, tol=1e-10)   # a (B, m, p), b (B, m, q)
 """
@@ -21,6 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
+from attnsvm.batchops import dot_last, matmul, sum_last
+from attnsvm.runtime import one_thread
 
 STEP = 0.98  # fraction of the step to the cone boundary
 
@@ -33,14 +38,24 @@ def _blocks(Y, p):
     return Y[..., :p, :p], Y[..., :p, p:], Y[..., p:, p:]
 
 
+def _abt(a, M, bt):
+    """a M b^T, batch-invariant (batchops.matmul)."""
+    return matmul(matmul(a, M), bt)
+
+
+def _inner(P, Q):
+    """<P, Q> per instance for (B, ...) tensors, batch-invariant."""
+    return dot_last(P.flatten(1), Q.flatten(1))
+
+
 def _schur(a, b, X, Zi, x, z):
     """M_jk = <A_j, X A_k Z^{-1}> + diag(x/z), A_j = (u_j v_j^T + v_j u_j^T)/2."""
     p = a.shape[-1]
     X11, X12, X22 = _blocks(X, p)
     Z11, Z12, Z22 = _blocks(Zi, p)
     at, bt = a.transpose(-1, -2), b.transpose(-1, -2)
-    ux_u, vx_v, ux_v = a @ X11 @ at, b @ X22 @ bt, a @ X12 @ bt  # (B, m, m)
-    uz_u, vz_v, uz_v = a @ Z11 @ at, b @ Z22 @ bt, a @ Z12 @ bt
+    ux_u, vx_v, ux_v = _abt(a, X11, at), _abt(b, X22, bt), _abt(a, X12, bt)  # (B, m, m)
+    uz_u, vz_v, uz_v = _abt(a, Z11, at), _abt(b, Z22, bt), _abt(a, Z12, bt)
     M = ux_v.transpose(-1, -2) * uz_v  # (v_j X u_k)(v_k Zi u_j)
     M = M + ux_v * uz_v.transpose(-1, -2) + vx_v * uz_u + ux_u * vz_v
     return M / 4 + torch.diag_embed(x / z)
@@ -49,13 +64,13 @@ def _schur(a, b, X, Zi, x, z):
 def _op(a, b, Y):
     """A(Y)_j = u_j^T Y v_j = a_j^T Y12 b_j, (B, m)."""
     p = a.shape[-1]
-    return torch.einsum("bjp,bpq,bjq->bj", a, Y[..., :p, p:], b)
+    return dot_last(matmul(a, Y[..., :p, p:]), b)
 
 
 def _adjoint(a, b, y):
     """sum_j y_j (u_j v_j^T + v_j u_j^T)/2, (B, N, N)."""
     p, q = a.shape[-1], b.shape[-1]
-    G = a.transpose(-1, -2) @ (y.unsqueeze(-1) * b) / 2  # (B, p, q)
+    G = matmul(a.transpose(-1, -2), y.unsqueeze(-1) * b) / 2  # (B, p, q)
     out = torch.zeros(a.shape[0], p + q, p + q, dtype=a.dtype)
     out[:, :p, p:] = G
     out[:, p:, :p] = G.transpose(-1, -2)
@@ -64,9 +79,10 @@ def _adjoint(a, b, y):
 
 def _max_step(L, D):
     """Largest alpha <= 1 with L L^T + alpha D >= 0, per instance."""
-    Li_D = torch.linalg.solve_triangular(L, D, upper=False)
-    S = torch.linalg.solve_triangular(L, Li_D.transpose(-1, -2), upper=False)
-    lam_min = torch.linalg.eigvalsh(_sym(S))[..., 0]
+    with one_thread():
+        Li_D = torch.linalg.solve_triangular(L, D, upper=False)
+        S = torch.linalg.solve_triangular(L, Li_D.transpose(-1, -2), upper=False)
+        lam_min = torch.linalg.eigvalsh(_sym(S))[..., 0]
     return torch.where(lam_min < 0, -1 / lam_min, torch.full_like(lam_min, torch.inf))
 
 
@@ -85,29 +101,33 @@ def _step(A, Bq, C, X, Z, x, z, y):
     nb, m = x.shape
     nu = X.shape[-1] + m  # barrier parameter of PSD(N) x R^m_+
     Rp, Rd, rd = _residuals(A, Bq, C, X, Z, x, z, y)
-    mu = ((X * Z).sum((-2, -1)) + (x * z).sum(-1)) / nu
-    Lz, iz = torch.linalg.cholesky_ex(Z)
-    Lx, ix = torch.linalg.cholesky_ex(X)
+    mu = (_inner(X, Z) + _inner(x, z)) / nu
+    with one_thread():
+        Lz, iz = torch.linalg.cholesky_ex(Z)
+        Lx, ix = torch.linalg.cholesky_ex(X)
     bad = (iz != 0) | (ix != 0)  # left the cone through rounding: stop this instance
     if bool(bad.any()):
         eye = torch.eye(X.shape[-1], dtype=X.dtype)
         Lz, Lx = torch.where(bad[:, None, None], eye, Lz), torch.where(bad[:, None, None], eye, Lx)
-    Zi = torch.cholesky_inverse(Lz)
+    with one_thread():
+        Zi = torch.cholesky_inverse(Lz)
     M = _schur(A, Bq, X, Zi, x, z)
-    Lm, info = torch.linalg.cholesky_ex(M)
-    if bool((info != 0).any()):
-        scale = M.diagonal(dim1=-2, dim2=-1).abs().amax(-1)[:, None, None]
-        Lm, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * torch.eye(m, dtype=M.dtype))
+    with one_thread():
+        Lm, info = torch.linalg.cholesky_ex(M)
+        if bool((info != 0).any()):
+            scale = M.diagonal(dim1=-2, dim2=-1).abs().amax(-1)[:, None, None]
+            Lm, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * torch.eye(m, dtype=M.dtype))
 
     def direction(sig_mu, corr_X, corr_x):
         # dX = sig_mu Zi - X - sym(X Rd Zi) + sym(X A^T dy Zi) - corr;  A(dX) - (dx) = Rp
-        base = sig_mu[:, None, None] * Zi - X - _sym(X @ Rd @ Zi) - corr_X
+        base = sig_mu[:, None, None] * Zi - X - _sym(_abt(X, Rd, Zi)) - corr_X
         base_x = sig_mu[:, None] / z - x - x * rd / z - corr_x
         rhs = Rp - (_op(A, Bq, base) - base_x)
-        dy = torch.cholesky_solve(rhs.unsqueeze(-1), Lm).squeeze(-1)
+        with one_thread():
+            dy = torch.cholesky_solve(rhs.unsqueeze(-1), Lm).squeeze(-1)
         dZ = Rd - _adjoint(A, Bq, dy)
         dz = rd + dy
-        dX = base + _sym(X @ _adjoint(A, Bq, dy) @ Zi)
+        dX = base + _sym(_abt(X, _adjoint(A, Bq, dy), Zi))
         dx = base_x - x * dy / z
         return dX, dx, dy, dZ, dz
 
@@ -116,11 +136,11 @@ def _step(A, Bq, C, X, Z, x, z, y):
     ap = torch.clamp(torch.minimum(_max_step(Lx, dX), _max_step_lp(x, dx)), max=1.0)
     ad = torch.clamp(torch.minimum(_max_step(Lz, dZ), _max_step_lp(z, dz)), max=1.0)
     mu_aff = (
-        ((X + ap[:, None, None] * dX) * (Z + ad[:, None, None] * dZ)).sum((-2, -1))
-        + ((x + ap[:, None] * dx) * (z + ad[:, None] * dz)).sum(-1)
+        _inner(X + ap[:, None, None] * dX, Z + ad[:, None, None] * dZ)
+        + _inner(x + ap[:, None] * dx, z + ad[:, None] * dz)
     ) / nu
     sigma = torch.clamp(mu_aff / mu, min=0, max=1) ** 3
-    dX, dx, dy, dZ, dz = direction(sigma * mu, _sym(dX @ dZ @ Zi), dx * dz / z)
+    dX, dx, dy, dZ, dz = direction(sigma * mu, _sym(_abt(dX, dZ, Zi)), dx * dz / z)
     ap = torch.clamp(STEP * torch.minimum(_max_step(Lx, dX), _max_step_lp(x, dx)), max=1.0)
     ad = torch.clamp(STEP * torch.minimum(_max_step(Lz, dZ), _max_step_lp(z, dz)), max=1.0)
     new = (
@@ -155,7 +175,7 @@ def nuclear_svm_batch(
     N = p + Bq.shape[-1]
     eye = torch.eye(N, dtype=torch.float64).expand(nb, N, N)
     C = eye / 2
-    size = torch.linalg.vector_norm(A, dim=-1) * torch.linalg.vector_norm(Bq, dim=-1)  # (B, m)
+    size = torch.sqrt(dot_last(A, A) * dot_last(Bq, Bq))  # (B, m) |a_j| |b_j|
     xi = torch.clamp(1 / size.min(-1).values, min=1.0)[:, None, None]  # scale of W
     X, Z = xi * eye, eye.clone()
     x = xi[:, :, 0].expand(nb, m).clone()  # slacks w_j
@@ -166,7 +186,7 @@ def nuclear_svm_batch(
     iters = torch.zeros(nb, dtype=torch.long)
     for _ in range(max_iter):
         Rp, Rd, rd = _residuals(A, Bq, C, X, Z, x, z, y)
-        pobj, dobj = (X.diagonal(dim1=-2, dim2=-1)).sum(-1) / 2, y.sum(-1)
+        pobj, dobj = sum_last(X.diagonal(dim1=-2, dim2=-1)) / 2, sum_last(y)
         gap = (pobj - dobj).abs() / (1 + pobj.abs() + dobj.abs())
         # residuals in max-norm relative to the iterates' size, as Clarabel measures them
         amax = lambda t: t.abs().flatten(1).amax(-1)  # noqa: E731
@@ -183,7 +203,7 @@ def nuclear_svm_batch(
             full[act] = part
         failed[act] = bad
     W = X[:, :p, p:]
-    margins = torch.einsum("bjp,bpq,bjq->bj", A, W, Bq)  # (B, m)
+    margins = dot_last(matmul(A, W), Bq)  # (B, m)
     W = W / torch.clamp(margins.min(-1).values, max=1.0)[:, None, None]  # exact feasibility
     status = [
         "optimal" if ok else "solver_error" if bad else "inaccurate"

@@ -18,22 +18,16 @@ Infeasible instances are reported as such, never as a rank or a direction.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
 from scipy.optimize import nnls
 
+from attnsvm import cvx
 from attnsvm.config import Backend, FroMethod, SolverConfig
+from attnsvm.cvx import INACCURATE, INFEASIBLE, OPTIMAL, SOLVER_ERROR
 from attnsvm.sdp import nuclear_svm_batch
-
-OPTIMAL, INFEASIBLE, INACCURATE, SOLVER_ERROR = (
-    "optimal",
-    "infeasible",
-    "inaccurate",
-    "solver_error",
-)
 
 
 @dataclass
@@ -190,23 +184,8 @@ def w_mm_nuc_batch(
     return sols
 
 
-def _cvx_backend(cfg: SolverConfig) -> str:
-    """The cvxpy solver: the configured one, Clarabel behind the interior point."""
-    return Backend.CLARABEL.value if cfg.backend == Backend.IPM else cfg.backend.value
-
-
-def _solver_kwargs(cfg: SolverConfig) -> dict:
-    if _cvx_backend(cfg) == Backend.CLARABEL.value:
-        t = cfg.tol
-        return dict(
-            tol_gap_abs=t, tol_gap_rel=t, tol_feas=t, tol_ktratio=t**0.5, max_iter=cfg.max_iters
-        )
-    return dict(eps_abs=cfg.tol, eps_rel=cfg.tol, max_iters=cfg.max_iters)
-
-
 def _cvx_solve(X, Z, alpha, cfg: SolverConfig, norm: str) -> SVMSolution:
     """cvxpy model in the reduced space: one matrix inequality A_red vec(W_red) >= 1."""
-    backend = _cvx_backend(cfg)
     dx, zq, _ = constraints(X, Z, alpha)
     U, V = _reduced_basis(dx), _reduced_basis(Z)  # (d, p), (d, q)
     p, q = U.shape[1], V.shape[1]
@@ -216,20 +195,10 @@ def _cvx_solve(X, Z, alpha, cfg: SolverConfig, norm: str) -> SVMSolution:
     Wr = cp.Variable((p, q))
     objective = cp.normNuc(Wr) if norm == "nuc" else cp.sum_squares(Wr)
     prob = cp.Problem(cp.Minimize(objective), [a_red @ cp.vec(Wr, order="F") >= 1])
-    try:
-        with warnings.catch_warnings():  # an inaccurate solve is reported in the status instead
-            warnings.simplefilter("ignore", UserWarning)
-            prob.solve(solver=backend, **_solver_kwargs(cfg))
-    except cp.error.SolverError as exc:
-        return SVMSolution(norm, SOLVER_ERROR, reason=f"{backend}: {exc}")
-    status = prob.status
-    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
-        return SVMSolution(norm, INFEASIBLE, reason=f"{backend} status {status}")
-    if Wr.value is None:
-        return SVMSolution(norm, SOLVER_ERROR, reason=f"{backend} status {status}")
-    sol_status = OPTIMAL if status == cp.OPTIMAL else INACCURATE
-    reason = "" if status == cp.OPTIMAL else f"{backend} status {status}"
-    return SVMSolution(norm, sol_status, W=U @ Wr.value @ V.T, reason=reason)
+    status, reason = cvx.solve(prob, cfg)
+    if status in (INFEASIBLE, SOLVER_ERROR):
+        return SVMSolution(norm, status, reason=reason)
+    return SVMSolution(norm, status, W=U @ Wr.value @ V.T, reason=reason)
 
 
 def support_tokens(sol: SVMSolution, cfg: SolverConfig) -> np.ndarray:

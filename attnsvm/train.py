@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from attnsvm.batchops import dot_last, elementwise, sum_last
+from attnsvm.batchops import dot_last, elementwise, matmul, sum_last
 from attnsvm.config import (
     Engine,
     Init,
@@ -32,8 +32,8 @@ INIT_SEED_OFFSET = 1_000_000_007  # init draws use their own stream: seed + offs
 def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor, mask=None):
     """Scores a_it = x_it^T W z_i and s_i = softmax(a_i), via log-softmax in the input dtype;
     tokens hidden by ``mask`` (R, n, T) (causal attention) get probability exactly 0."""
-    Wz = torch.matmul(Z, W.transpose(-1, -2))  # (R, n, d) rows (W z_i)^T
-    a = torch.matmul(X, Wz.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
+    Wz = matmul(Z, W.transpose(-1, -2))  # (R, n, d) rows (W z_i)^T
+    a = matmul(X, Wz.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
     if mask is not None:
         a = a.masked_fill(~mask, float("-inf"))
     return elementwise(torch.exp, F.log_softmax(a, dim=-1))
@@ -50,8 +50,8 @@ def loss_and_grad_w(W: torch.Tensor, inst: Instances, head, with_loss: bool = Tr
     loss = sum_last(elementwise(F.softplus, -margin)) / n if with_loss else None  # (R,)
     c = -Y * elementwise(torch.sigmoid, -margin) / n  # (R, n) dL/df_i
     G = c.unsqueeze(-1) * s * head.centred_values(s)  # (R, n, T) dL/da_it
-    u = torch.matmul(G.unsqueeze(-2), X).squeeze(-2)  # (R, n, d) sum_t G_it x_it
-    grad = torch.matmul(u.transpose(-1, -2), Z)  # (R, d, d) sum_i u_i z_i^T
+    u = matmul(G.unsqueeze(-2), X).squeeze(-2)  # (R, n, d) sum_t G_it x_it
+    grad = matmul(u.transpose(-1, -2), Z)  # (R, d, d) sum_i u_i z_i^T
     return loss, s, grad
 
 
@@ -70,7 +70,7 @@ class Params:
     Q: torch.Tensor | None = None
 
     def attention_matrix(self) -> torch.Tensor:
-        return self.W if self.W is not None else torch.matmul(self.K, self.Q.transpose(-1, -2))
+        return self.W if self.W is not None else matmul(self.K, self.Q.transpose(-1, -2))
 
 
 def init_params(cfg: ParameterizationConfig, seeds: list[int], d: int, dtype, device) -> Params:
@@ -177,8 +177,8 @@ def train(
         W = p.attention_matrix()
         loss, s, gW = loss_and_grad_w(W, inst, head, with_loss=at_ckpt)
         if kq:  # chain rule to the factors, plus the vanishing penalty
-            gK = torch.matmul(gW, p.Q) + 2 * pcfg.penalty * p.K
-            gQ = torch.matmul(gW.transpose(-1, -2), p.K) + 2 * pcfg.penalty * p.Q
+            gK = matmul(gW, p.Q) + 2 * pcfg.penalty * p.K
+            gQ = matmul(gW.transpose(-1, -2), p.K) + 2 * pcfg.penalty * p.Q
             nK, nQ = frob(gK), frob(gQ)
         else:
             gnorm = frob(gW)

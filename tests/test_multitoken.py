@@ -1,5 +1,6 @@
 """Multi-token SVM-equivalence: W^fin, W^dir constraints, SVMeq vs W^dir, acceptance flags."""
 
+import cvxpy as cp
 import numpy as np
 import pytest
 
@@ -11,9 +12,20 @@ from attnsvm.config import (
     HeadConfig,
     MultitokenConfig,
     OptimizerConfig,
+    Parameterization,
+    ParameterizationConfig,
     RunConfig,
+    SolverConfig,
 )
-from attnsvm.multitoken import _pairs, acceptance_flags, fit_R, run_job, w_dir, w_fin
+from attnsvm.multitoken import (
+    _pairs,
+    acceptance_flags,
+    fit_R,
+    run_job,
+    w_dir,
+    w_fin,
+    w_fin_dir_nuc,
+)
 
 
 def _instance(seed=0, n=3, T=4, d=6):
@@ -95,3 +107,41 @@ def test_target_accepted_rows_do_not_depend_on_the_batch_size():
     assert list(a.index) == list(b.index) and (a.status == "ok").sum() == 3
     ok = a.status == "ok"
     np.testing.assert_array_equal(a.corr_svmeq[ok], b.corr_svmeq[ok])  # bit for bit
+
+
+def _kq(cfg: RunConfig) -> RunConfig:
+    cfg.parameterization = ParameterizationConfig(kind=Parameterization.kq)
+    return cfg
+
+
+def test_kq_multitoken_accepts_seeds_with_nuclear_svms():
+    """The default backend (IPM) reaches cvxpy through the gateway, as Clarabel."""
+    res = run_job(_kq(_multitoken_cfg(d=4, steps=800, every=400, target=2, batch_size=8)))
+    assert (res.runs.status == "ok").sum() == 2, res.runs[["status", "reason"]]
+    assert not res.runs.reason.str.contains("not installed").any()
+
+
+def test_nuclear_w_dir_has_the_least_nuclear_norm():
+    X, Z = _instance(seed=3)
+    O = np.array([[1, 1, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0]], bool)
+    s = np.where(O, 0.5, 1e-9)
+    (_, fin_status, _), (W_nuc, status, reason) = w_fin_dir_nuc(X, Z, s, O, SolverConfig())
+    assert status == fin_status == "optimal", reason
+    W_fro = w_dir(X, Z, O)
+    a = np.einsum("ntd,de,ne->nt", X, W_nuc, Z)
+    for i in range(3):
+        assert a[i, O[i]].min() - a[i, ~O[i]].max() >= 1 - 1e-7
+    nuc = lambda W: np.linalg.norm(W, "nuc")  # noqa: E731
+    assert nuc(W_nuc) <= nuc(W_fro) + 1e-6
+    assert np.linalg.norm(W_fro) <= np.linalg.norm(W_nuc) + 1e-9
+
+
+def test_a_solver_error_is_recorded_as_such_never_as_infeasible(monkeypatch):
+    def broken(problem, solver=None, **kw):
+        raise cp.error.SolverError(f"The solver {solver} is not installed.")
+
+    monkeypatch.setattr(cp.Problem, "solve", broken)
+    res = run_job(_kq(_multitoken_cfg(d=4, steps=200, every=100, target=None, batch_size=4)))
+    assert set(res.runs.status) == {"solver_error"}
+    assert res.runs.reason.str.contains(": CLARABEL: The solver CLARABEL is not", regex=False).all()
+    assert not res.runs.reason.str.contains("infeasible").any()

@@ -27,8 +27,16 @@ SWEEP = [
 KILLS = 3
 
 
-def _job_json_states(sweep_dir) -> dict:
-    return {p: p.stat().st_mtime_ns for p in sweep_dir.rglob("job.json")}
+def _writes_so_far(sweep_dir) -> int:
+    """job.json writes made so far, read from the files' states (running = 1, finished = 2),
+    so no write is missed however fast the jobs are."""
+    states = []
+    for p in sweep_dir.rglob("job.json"):
+        try:
+            states.append(json.loads(p.read_text())["status"])
+        except (OSError, ValueError):  # replaced between listing and reading
+            continue
+    return sum(1 + (st == "finished") for st in states)
 
 
 def _kill_at_random(sweep_dir, rng: random.Random) -> None:
@@ -38,8 +46,7 @@ def _kill_at_random(sweep_dir, rng: random.Random) -> None:
     unfinished = 8 - sum(
         json.loads(p.read_text())["status"] == "finished" for p in sweep_dir.rglob("job.json")
     )
-    writes = rng.randint(1, max(1, 2 * unfinished - 1))
-    seen, events = _job_json_states(sweep_dir), 0
+    writes = _writes_so_far(sweep_dir) + rng.randint(1, max(1, 2 * unfinished - 1))
     proc = subprocess.Popen(
         attnsvm_cmd(*SWEEP, f"hydra.sweep.dir={sweep_dir}", multirun=True),
         cwd=REPO,
@@ -49,12 +56,11 @@ def _kill_at_random(sweep_dir, rng: random.Random) -> None:
         start_new_session=True,
     )
     deadline = time.monotonic() + 240
-    while events < writes and proc.poll() is None and time.monotonic() < deadline:
-        now = _job_json_states(sweep_dir)
-        events += sum(seen.get(p) != t for p, t in now.items())
-        seen = now
-        time.sleep(0.01)
-    time.sleep(rng.uniform(0, 0.3))
+    while _writes_so_far(sweep_dir) < writes and proc.poll() is None:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    time.sleep(rng.uniform(0, 0.05))
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:  # the sweep had already finished

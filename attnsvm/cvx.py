@@ -1,0 +1,63 @@
+"""The one gateway to cvxpy: every experiment's convex model is solved here.
+
+``solver.backend`` names who solves the nuclear SDP; a cvxpy model always goes to a conic solver
+(IPM, attnsvm's own batched interior point, is backed by Clarabel for the cvxpy models), with
+tolerances from ``solver.tol``. What comes back is a status in attnsvm's vocabulary and a reason:
+a solver that raises, stalls or returns no point is a ``solver_error`` carrying the solver's
+message, never ``infeasible`` (only the solver's own certificate says that).
+
+    status, reason = solve(problem, cfg.solver)
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+
+from attnsvm.config import Backend, SolverConfig
+
+OPTIMAL, INFEASIBLE, INACCURATE, SOLVER_ERROR = (
+    "optimal",
+    "infeasible",
+    "inaccurate",
+    "solver_error",
+)
+
+
+def solver_name(cfg: SolverConfig) -> str:
+    """The cvxpy solver for ``cfg.backend``: Clarabel behind attnsvm's interior point."""
+    return Backend.CLARABEL.value if cfg.backend == Backend.IPM else cfg.backend.value
+
+
+def solver_kwargs(cfg: SolverConfig) -> dict:
+    """Tight tolerances (``cfg.tol``) and the iteration cap, in the solver's own option names."""
+    t = cfg.tol
+    if solver_name(cfg) == Backend.CLARABEL.value:
+        return dict(
+            tol_gap_abs=t, tol_gap_rel=t, tol_feas=t, tol_ktratio=t**0.5, max_iter=cfg.max_iters
+        )
+    return dict(eps_abs=t, eps_rel=t, max_iters=cfg.max_iters)
+
+
+def solve(problem: cp.Problem, cfg: SolverConfig) -> tuple[str, str]:
+    """Solve ``problem``; (status, reason) with status optimal, inaccurate (a point that the
+    solver could not certify to tolerance), infeasible (the solver's certificate) or
+    solver_error (an exception, or no point at all)."""
+    name = solver_name(cfg)
+    try:
+        with warnings.catch_warnings():  # an inaccurate solve is reported in the status instead
+            warnings.simplefilter("ignore", UserWarning)
+            problem.solve(solver=name, **solver_kwargs(cfg))
+    except cp.error.SolverError as exc:
+        return SOLVER_ERROR, f"{name}: {exc}"
+    status = problem.status
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        return INFEASIBLE, f"{name} status {status}"
+    if any(v.value is None for v in problem.variables()):
+        return SOLVER_ERROR, f"{name} status {status}, no point returned"
+    if status == cp.OPTIMAL:
+        return OPTIMAL, ""
+    if status == cp.OPTIMAL_INACCURATE:
+        return INACCURATE, f"{name} status {status}"
+    return SOLVER_ERROR, f"{name} status {status}"

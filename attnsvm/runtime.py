@@ -1,0 +1,63 @@
+"""The process-wide settings a job runs under: thread pools and MKL's reproducibility mode.
+
+Every experiment runs inside ``limit_threads(cfg.threads)`` (pipeline.run_job), which bounds
+torch's pool and the BLAS pools numpy/scipy use. ``one_thread`` pins LAPACK calls whose
+result must not depend on the thread count (the batched interior point, sdp.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+
+import torch
+from threadpoolctl import threadpool_limits
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int):
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def limit_threads(threads: int):
+    """torch and every BLAS/OpenMP pool (eigh, svd, nnls) use at most ``threads`` threads: on
+    two busy cores a default two-thread BLAS made a 380 x 380 eigh 150x slower."""
+    with _torch_threads(threads), threadpool_limits(limits=threads):
+        yield
+
+
+def one_thread():
+    """LAPACK on one thread: MKL's blocked factorisations split work by thread count, so the
+    result for a large matrix differs between 1 and 2 threads, even in strict CNR mode."""
+    return _torch_threads(1)
+
+
+@functools.cache
+def _mkl():
+    """torch's statically linked MKL service functions, or None (no MKL in this build)."""
+    try:
+        lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
+        return lib if hasattr(lib, "mkl_serv_cbwr_get") else None
+    except OSError:
+        return None
+
+
+def mkl_cnr_mode() -> str:
+    """MKL's reproducibility mode: "strict" (alignment-independent), "off", "other" or "no mkl".
+
+    "off" means MKL ran before attnsvm was imported; batched LAPACK results may then depend
+    on an instance's position in the batch (import attnsvm first, or set MKL_CBWR=AUTO,STRICT).
+    """
+    lib = _mkl()
+    if lib is None:
+        return "no mkl"
+    mode = lib.mkl_serv_cbwr_get(-1)  # MKL_CBWR_ALL: branch | STRICT (0x10000)
+    return "off" if mode == 1 else "strict" if mode & 0x10000 else "other"
