@@ -84,14 +84,23 @@ def solve_pairs(cfg: RunConfig, inst: Instances, alphas: dict[int, np.ndarray]) 
     return {r: (fros[r], nucs.get(r, skipped)) for r in probs}
 
 
-def seed_status(finite: bool, solutions: list[svm.SVMSolution]) -> tuple[str, str]:
-    """Worst-first: diverged, solver_error, infeasible (alpha = opt), inaccurate, ok."""
+def seed_status(finite: bool, solutions: dict[str, list[svm.SVMSolution]]) -> tuple[str, str]:
+    """Worst-first: diverged, solver_error, infeasible (alpha = opt), inaccurate, ok.
+
+    ``solutions`` maps where the SVMs were solved ("opt", "selected") to them; a solution
+    shared by both (GD selected opt) is named once, as "at opt = selected"."""
     if not finite:
         return "diverged", "non-finite parameters or loss during training"
+    named: dict[int, tuple[svm.SVMSolution, list[str]]] = {}
+    for where, sols in solutions.items():
+        for sol in sols:
+            named.setdefault(id(sol), (sol, []))[1].append(where)
     for status in (svm.SOLVER_ERROR, svm.INFEASIBLE, svm.INACCURATE):
-        bad = [s for s in solutions if s.status == status]
+        bad = [(sol, where) for sol, where in named.values() if sol.status == status]
         if bad:
-            return status, "; ".join(f"W^mm[{s.norm}]: {s.reason}" for s in bad)
+            return status, "; ".join(
+                f"W^mm[{sol.norm}] at {' = '.join(where)}: {sol.reason}" for sol, where in bad
+            )
     return "ok", ""
 
 
@@ -139,7 +148,9 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, pair
     kq = cfg.parameterization.kind == Parameterization.kq
     corr_alpha = curves["corr_nuc" if kq else "corr_fro"][-1]
     smin = float(traj.softmax_min_max[-1, r])
-    status, reason = seed_status(finite, [fro_opt, nuc_opt, fro_sel, nuc_sel] if finite else [])
+    status, reason = seed_status(
+        finite, {"opt": [fro_opt, nuc_opt], "selected": [fro_sel, nuc_sel]}
+    )
     row = {
         "seed": inst.seeds[r],
         "status": status,
@@ -183,7 +194,7 @@ def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int, pair=None) -> dict
     X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
     opt = inst.opt[r].cpu().numpy()
     fro, nuc = pair or _solve_pair(X, Z, opt, cfg.solver, _mask(inst, r))
-    status, reason = seed_status(True, [fro, nuc])
+    status, reason = seed_status(True, {"opt": [fro, nuc]})
     return {
         "seed": inst.seeds[r],
         "status": status,

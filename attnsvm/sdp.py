@@ -28,6 +28,7 @@ from attnsvm.batchops import dot_last, matmul, sum_last
 from attnsvm.runtime import one_thread
 
 STEP = 0.98  # fraction of the step to the cone boundary
+REFINE = 2  # refinement steps of the Schur solve: M's condition grows like 1/mu near the end
 
 
 def _sym(M: torch.Tensor) -> torch.Tensor:
@@ -86,6 +87,11 @@ def _max_step(L, D):
     return torch.where(lam_min < 0, -1 / lam_min, torch.full_like(lam_min, torch.inf))
 
 
+def _solve_schur(Lm, rhs):
+    with one_thread():
+        return torch.cholesky_solve(rhs.unsqueeze(-1), Lm).squeeze(-1)
+
+
 def _max_step_lp(x, dx):
     ratio = torch.where(dx < 0, -x / dx, torch.full_like(x, torch.inf))
     return ratio.min(-1).values
@@ -123,8 +129,10 @@ def _step(A, Bq, C, X, Z, x, z, y):
         base = sig_mu[:, None, None] * Zi - X - _sym(_abt(X, Rd, Zi)) - corr_X
         base_x = sig_mu[:, None] / z - x - x * rd / z - corr_x
         rhs = Rp - (_op(A, Bq, base) - base_x)
-        with one_thread():
-            dy = torch.cholesky_solve(rhs.unsqueeze(-1), Lm).squeeze(-1)
+        dy = _solve_schur(Lm, rhs)
+        for _ in range(REFINE):  # iterative refinement against the operator M itself
+            Mdy = _op(A, Bq, _sym(_abt(X, _adjoint(A, Bq, dy), Zi))) + x * dy / z
+            dy = dy + _solve_schur(Lm, rhs - Mdy)
         dZ = Rd - _adjoint(A, Bq, dy)
         dz = rd + dy
         dX = base + _sym(_abt(X, _adjoint(A, Bq, dy), Zi))

@@ -2,10 +2,12 @@
 
 import cvxpy as cp
 import numpy as np
+import pytest
 import torch
 
 from attnsvm.config import (
     Attention,
+    Backend,
     DatasetConfig,
     HeadConfig,
     OptimizerConfig,
@@ -14,7 +16,9 @@ from attnsvm.config import (
 )
 from attnsvm.data import make_instances
 from attnsvm.heads import make_head
+from attnsvm.pipeline import seed_status
 from attnsvm.sequential import w_mm_masked
+from attnsvm.svm import SVMSolution, w_mm_nuc, w_mm_nuc_batch
 from attnsvm.train import loss_and_grad_w, softmax_probs, train
 
 SEQ = dict(n=2, T=4, d=6, attention=Attention.sequential)
@@ -86,3 +90,30 @@ def test_gd_on_causal_attention_follows_the_sequential_svm():
     sol = w_mm_masked(X, Z, sel, mask, SolverConfig(), "fro")
     W = traj.final_W[0].numpy()
     assert np.sum(W * sol.W) / np.linalg.norm(W) / np.linalg.norm(sol.W) > 0.99
+
+
+def test_sequential_nuclear_svms_reach_tolerance():
+    """The sweep's instances (n=2, T=4, d=8, queries = tokens) are degenerate: 12-17 active
+    constraints at a rank-2 solution. The interior point reaches tol=1e-10 on every one
+    (iterative refinement of the Schur solve), and agrees with Clarabel."""
+    ds = DatasetConfig(n=2, T=4, d=8, attention=Attention.sequential)
+    inst = make_instances(ds, list(range(20)))
+    X, Z, opt = inst.X.numpy(), inst.Z.numpy(), inst.opt.numpy()
+    problems = [(X[r], Z[r], opt[r]) for r in range(20)]
+    sols = w_mm_nuc_batch(problems, SolverConfig())
+    assert [s.status for s in sols] == ["optimal"] * 20, [s.reason for s in sols]
+    for (Xr, Zr, a), sol in zip(problems[:4], sols[:4], strict=True):
+        ref = w_mm_nuc(Xr, Zr, a, SolverConfig(backend=Backend.CLARABEL))
+        assert sol.margins.min() >= 1 - 1e-9
+        nuc = np.linalg.norm(sol.W, "nuc")
+        assert nuc == pytest.approx(np.linalg.norm(ref.W, "nuc"), rel=1e-6)
+
+
+def test_a_failing_svm_shared_by_opt_and_selected_is_named_once():
+    bad = SVMSolution("nuc", "inaccurate", W=np.eye(2), reason="stalled")
+    ok = SVMSolution("fro", "optimal", W=np.eye(2))
+    status, reason = seed_status(True, {"opt": [ok, bad], "selected": [ok, bad]})
+    assert (status, reason) == ("inaccurate", "W^mm[nuc] at opt = selected: stalled")
+    other = SVMSolution("nuc", "inaccurate", W=np.eye(2), reason="stalled")
+    _, reason = seed_status(True, {"opt": [ok, bad], "selected": [ok, other]})
+    assert reason == "W^mm[nuc] at opt: stalled; W^mm[nuc] at selected: stalled"
