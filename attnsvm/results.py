@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
+import uuid
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
@@ -63,8 +63,12 @@ def config_hash(cfg) -> str:
 
 
 def _atomic(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    """``write(tmp)`` then rename over ``path``: readers see the old file or the new one.
+
+    The temporary file is created with mode 0666 less the umask (0644 under umask 022), like
+    any file the user writes; mkstemp's private 0600 would hide results from collaborators."""
+    tmp = str(path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp")
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     try:
         write(tmp)
         os.replace(tmp, path)
