@@ -99,6 +99,9 @@ def _require(ok: bool, key: str, accepted: str, value: object) -> None:
         raise ConfigError(f"{key}={value!r} is invalid: accepted values are {accepted}")
 
 
+PATHS_T = (3, 5)  # the sequence lengths of the published path pictures (data.PATHS_LAYOUTS)
+
+
 @dataclass
 class DatasetConfig:
     generator: Generator = Generator.random
@@ -119,6 +122,19 @@ class DatasetConfig:
             f"integers in [-T, T) = [{-self.T}, {self.T})",
             self.query_index,
         )
+        shape = f"got dataset.n={self.n}, dataset.T={self.T}, dataset.d={self.d}"
+        if self.generator == Generator.paths and not (
+            self.n == 2 and self.d == 2 and self.T in PATHS_T
+        ):
+            raise ConfigError(
+                f"dataset.generator=paths draws the published 2-D pictures: it needs "
+                f"dataset.n=2, dataset.d=2 and dataset.T in {list(PATHS_T)}; {shape}"
+            )
+        if self.generator == Generator.orthonormal and self.T > self.d:
+            raise ConfigError(
+                f"dataset.generator=orthonormal needs dataset.T <= dataset.d (T orthonormal "
+                f"tokens in R^d); {shape}: raise dataset.d or lower dataset.T"
+            )
 
 
 @dataclass
@@ -271,6 +287,12 @@ class RunConfig:
         _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
         _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
         _require(self.threads >= 1, "threads", "integers >= 1", self.threads)
+        if self.head.kind == Head.relu and self.dataset.generator != Generator.relu:
+            raise ConfigError(
+                f"head=relu needs dataset=relu (dataset.generator=relu draws the head's value "
+                f"matrix V); got dataset.generator={self.dataset.generator.value}: set "
+                f"dataset=relu, or choose head=linear"
+            )
         if self.device == Device.cuda:
             import torch
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from attnsvm.batchops import dot_last, matmul, sum_last
-from attnsvm.config import Attention, ConfigError, DatasetConfig, Generator
+from attnsvm.config import PATHS_T, Attention, DatasetConfig, Generator
 
 
 @dataclass
@@ -103,10 +103,6 @@ def orthonormal_instances(cfg: DatasetConfig, seeds: list[int]):
 
     The tokens of sequence i are the right singular vectors of a Gaussian (T, d) matrix.
     """
-    if cfg.T > cfg.d:
-        raise ValueError(
-            f"dataset.generator=orthonormal needs dataset.T <= dataset.d, got T={cfg.T}, d={cfg.d}"
-        )
     out = []
     for seed in seeds:
         g = torch.Generator().manual_seed(seed)
@@ -122,6 +118,7 @@ def orthonormal_instances(cfg: DatasetConfig, seeds: list[int]):
 
 # T -> (generator seed of the published picture, token noise std); PAPER.md §2, paths experiment
 PATHS_LAYOUTS = {3: (1, 0.3), 5: (3, 0.5)}
+assert tuple(PATHS_LAYOUTS) == PATHS_T  # DatasetConfig validates T against PATHS_T
 
 
 def paths_instance(seed: int, T: int) -> tuple[torch.Tensor, ...]:
@@ -151,13 +148,7 @@ def paths_instance(seed: int, T: int) -> tuple[torch.Tensor, ...]:
 
 
 def paths_instances(cfg: DatasetConfig, seeds: list[int]):
-    """The 2-D path data sets (n = 2, d = 2, T = 3 or 5) for every seed, stacked."""
-    shape = (cfg.n, cfg.T, cfg.d)
-    if cfg.n != 2 or cfg.d != 2 or cfg.T not in PATHS_LAYOUTS:
-        raise ConfigError(
-            f"dataset.generator='paths' needs dataset.n=2, dataset.d=2 and dataset.T in "
-            f"{sorted(PATHS_LAYOUTS)}; got (n, T, d) = {shape}"
-        )
+    """The 2-D path data sets (n = 2, d = 2, T = 3 or 5: DatasetConfig checks) for every seed."""
     draws = [paths_instance(s, cfg.T) for s in seeds]
     return tuple(torch.stack([dr[k] for dr in draws]) for k in range(4))
 

@@ -50,6 +50,13 @@ BAD = [
     (["device=tpu"], ["device", "cpu", "cuda"]),
     (["engine=numba"], ["engine", "auto", "fused", "torch"]),
     (["engine=fused", "dtype=float32"], ["engine=fused", "dtype=float32", "auto, torch"]),
+    # rules across keys and groups: both keys named, and what to set
+    (["head=relu"], ["head=relu needs dataset=relu", "dataset.generator=random"]),
+    (["head=relu", "dataset=paths"], ["head=relu", "dataset.generator=paths"]),
+    (["dataset=paths", "dataset.T=4"], ["dataset.generator=paths", "dataset.T in [3, 5]"]),
+    (["dataset=paths", "dataset.d=3"], ["dataset.generator=paths", "dataset.d=2", "d=3"]),
+    (["dataset=paths", "dataset.n=6"], ["dataset.generator=paths", "dataset.n=2", "n=6"]),
+    (["dataset=orthonormal", "dataset.T=7"], ["dataset.T <= dataset.d", "T=7", "d=6"]),
 ]
 if not torch.cuda.is_available():
     BAD.append((["device=cuda"], ["device", "cpu (no CUDA device here)"]))
@@ -93,6 +100,8 @@ SUBPROCESS = [
     ["solver.backend=MOSEK"],
     ["dataset.attention=self", "dataset.query_index=8"],
     ["metrics.epsilon=1.5"],
+    ["head=relu"],
+    ["dataset=paths", "dataset.T=4"],
 ]
 
 
