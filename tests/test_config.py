@@ -21,6 +21,9 @@ GROUP_OPTIONS = {
 }
 
 
+NEEDS = {"head=relu": ["dataset=relu"]}  # an option that composes only with a partner
+
+
 def _compose(overrides: list[str]):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=overrides)
@@ -36,7 +39,8 @@ def test_groups_cover_conf_dir():
     "override", [f"{g}={o}" for g, opts in GROUP_OPTIONS.items() for o in opts]
 )
 def test_every_option_composes(override):
-    run = to_run_config(_compose([override]))
+    partner = NEEDS.get(override, [])  # rules across groups (tests/test_bad_input.py)
+    run = to_run_config(_compose([override, *partner]))
     assert isinstance(run, RunConfig)
     group, option = override.split("=")
     if group in ("parameterization", "optimizer"):

@@ -23,6 +23,7 @@ from attnsvm.config import (
     DType,
     Engine,
     Experiment,
+    Generator,
     Head,
     HeadConfig,
     Optimizer,
@@ -150,7 +151,8 @@ def test_first_step_is_normalized_autograd_gradient(kind):
 def test_auto_uses_fused_where_it_applies():
     assert RunConfig().train_engine == Engine.fused
     assert RunConfig(dtype=DType.float32).train_engine == Engine.torch
-    assert RunConfig(head=HeadConfig(kind=Head.relu)).train_engine == Engine.fused
+    relu = dict(head=HeadConfig(kind=Head.relu), dataset=DatasetConfig(generator=Generator.relu))
+    assert RunConfig(**relu).train_engine == Engine.fused
     assert RunConfig(head=HeadConfig(kind=Head["lambda"])).train_engine == Engine.torch
     assert RunConfig(engine=Engine.torch).train_engine == Engine.torch
 
