@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from cli_helpers import REPO, SMALL, run_cli
 from hydra import compose, initialize_config_dir
 
 from attnsvm.config import check_override_keys, register_configs, to_run_config
+from cli_helpers import REPO, SMALL, run_cli
 
 # (overrides, what the message must contain: the key and (some of) the accepted values)
 BAD = [

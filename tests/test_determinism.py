@@ -4,9 +4,7 @@ code batch-invariant). Launchers and worker counts: tests/test_launchers.py."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
-from cli_helpers import timing_columns
 
 from attnsvm.config import (
     DatasetConfig,
@@ -17,6 +15,8 @@ from attnsvm.config import (
     RunConfig,
 )
 from attnsvm.pipeline import run_job
+from bits import assert_frames_identical
+from cli_helpers import timing_columns
 
 
 def _job(kind: Parameterization, **kw):
@@ -38,18 +38,21 @@ def test_rows_do_not_depend_on_batch_size(kind, engine):
         other_runs, other_traj = _job(
             kind, seeds=9, batch_size=batch_size, threads=threads, engine=engine
         )
-        pd.testing.assert_frame_equal(other_runs, runs, check_exact=True)
-        pd.testing.assert_frame_equal(other_traj, traj, check_exact=True)
+        what = f"{kind.value} {engine.value}, batch_size={batch_size}, threads={threads}"
+        assert_frames_identical(other_runs, runs, f"runs ({what})")
+        assert_frames_identical(other_traj, traj, f"trajectory ({what})")
 
 
 def test_a_seed_alone_gives_its_row_in_a_batch():
     runs, traj = _job(Parameterization.w, seeds=9)
     alone_runs, alone_traj = _job(Parameterization.w, seed=4, seeds=1)
     cols = [c for c in runs.columns if c != "config_hash"]  # the hash covers seed and seeds
-    pd.testing.assert_frame_equal(
-        alone_runs[cols], runs[runs.seed == 4][cols].reset_index(drop=True), check_exact=True
+    assert_frames_identical(
+        alone_runs[cols], runs[runs.seed == 4][cols].reset_index(drop=True), "runs, seed 4 alone"
     )
     cols = [c for c in traj.columns if c != "config_hash"]
-    pd.testing.assert_frame_equal(
-        alone_traj[cols], traj[traj.seed == 4][cols].reset_index(drop=True), check_exact=True
+    assert_frames_identical(
+        alone_traj[cols],
+        traj[traj.seed == 4][cols].reset_index(drop=True),
+        "trajectory, seed 4 alone",
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from cli_helpers import REPO, SMALL, job_dirs, read_job_json, run_cli, sweep_table
 
 # Loaded by every Python process of the sweep (joblib's workers too) through PYTHONPATH:

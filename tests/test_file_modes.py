@@ -8,9 +8,9 @@ import stat
 
 import pandas as pd
 import pytest
-from cli_helpers import SMALL, run_cli
 
 from attnsvm.results import write_json, write_table
+from cli_helpers import SMALL, run_cli
 
 
 @pytest.fixture

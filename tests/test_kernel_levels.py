@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from cli_helpers import REPO, cli_env
 
 CROSS_LEVEL_ATOL = 1e-6  # corr/norm columns of a default-size job, 2000 NGD steps

@@ -7,6 +7,7 @@ import importlib.util
 
 import pandas as pd
 import pytest
+
 from cli_helpers import SMALL, run_cli, sweep_table
 
 # two jobs: submitit_local starts every job of a sweep at once

@@ -13,6 +13,7 @@ import time
 
 import pandas as pd
 import pytest
+
 from cli_helpers import REPO, SMALL, attnsvm_cmd, cli_env, job_dirs, run_cli, sweep_table
 
 # eight jobs, each long enough (1500 GD steps) that kills land inside jobs and their writes
