@@ -264,8 +264,29 @@ ISA_TARGET int attnsvm_train_group(
 
 int attnsvm_lanes(void) { return LANES; }
 
-/* Bumped with every change of attnsvm_train_group's arguments (attnsvm/fused.py: ABI). */
-int attnsvm_abi(void) { return 2; }
+/* Bumped with every change of an exported function's arguments (attnsvm/fused.py: ABI). */
+int attnsvm_abi(void) { return 3; }
+
+/* out[s] = a[s] @ b[s] for contiguous a (B, r, k), b (B, k, c), out (B, r, c): every entry is
+ * ((0 + a_i1 b_1j) + a_i2 b_2j) + ... in index order, each product and sum rounded on its own
+ * (no FMA), exactly as torch's per-matrix bmm loop sums: the same bits for any batch, thread
+ * or CPU (attnsvm/batchops.py: matmul). Vectorised across j, which reorders no entry's sum. */
+ISA_TARGET void attnsvm_seq_matmul(
+    int64_t B, int64_t r, int64_t k, int64_t c, const double *restrict a,
+    const double *restrict b, double *restrict out) {
+    for (int64_t s = 0; s < B; s++) {
+        const double *restrict as = a + s * r * k, *restrict bs = b + s * k * c;
+        for (int64_t i = 0; i < r; i++) {
+            double *restrict o = out + (s * r + i) * c;
+            for (int64_t j = 0; j < c; j++) o[j] = 0.0;
+            for (int64_t t = 0; t < k; t++) {
+                const double ait = as[i * k + t];
+                const double *restrict brow = bs + t * c;
+                for (int64_t j = 0; j < c; j++) o[j] = o[j] + ait * brow[j];
+            }
+        }
+    }
+}
 
 /* Whether this CPU runs this build (the AVX-512 one needs every x86-64-v4 feature). */
 int attnsvm_cpu_supported(void) {

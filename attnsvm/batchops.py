@@ -13,6 +13,8 @@ never by BLAS. This is a property of the code, not of one machine's kernels.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 SIMD_BLOCK = 64  # a multiple of every CPU kernel's vector block (2 x 8 doubles on AVX-512)
@@ -59,14 +61,15 @@ def sum_last(x: torch.Tensor) -> torch.Tensor:
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` for a (..., r, k) and b (..., k, c): every entry is the sequential sum
-    ((a_1 b_1 + a_2 b_2) + ...) in exactly rounded ops, so the same bits whatever the batch,
+    ((0 + a_1 b_1) + a_2 b_2) + ... in exactly rounded ops, so the same bits whatever the batch,
     the thread count or the CPU's kernel level.
 
     Batch dims are broadcast explicitly so torch never folds the batch into one BLAS gemm.
-    Small products (r k c < NAIVE_LIMIT) run in torch's per-matrix loop, which sums in that
-    order; larger ones accumulate k rank-one terms with elementwise mul and add (vectorised
-    over the whole batch; never a fused multiply-add, whose use differs by kernel and position).
-    On CUDA (no batch-invariance promised there) this is ``torch.matmul``.
+    Three routes, one sum: small products (r k c < NAIVE_LIMIT) run in torch's per-matrix loop;
+    larger float64 ones in the C kernel's ``attnsvm_seq_matmul`` (attnsvm/_fused.c, no FMA);
+    without that build, or with autograd, k rank-one terms accumulated by elementwise mul and
+    add (vectorised over the batch; never a fused multiply-add, whose use differs by kernel and
+    position). On CUDA (no batch-invariance promised there) this is ``torch.matmul``.
     """
     if a.device.type != "cpu":
         return torch.matmul(a, b)
@@ -77,7 +80,29 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     a, b = a.expand(*batch, r, k), b.expand(*batch, k, c)
     if r * k * c < NAIVE_LIMIT:
         return torch.matmul(a, b)
-    out = a[..., :, :1] * b[..., :1, :]  # (..., r, c)
-    for j in range(1, k):
+    lib = _kernel()
+    if (
+        lib is not None
+        and a.dtype == b.dtype == torch.float64
+        and not (a.requires_grad or b.requires_grad)
+    ):
+        a, b = a.contiguous(), b.contiguous()
+        out = torch.empty(*batch, r, c, dtype=torch.float64)
+        lib.attnsvm_seq_matmul(out.numel() // (r * c), r, k, c, *_ptrs(a, b, out))
+        return out
+    out = torch.zeros(*batch, r, c, dtype=torch.result_type(a, b))
+    for j in range(k):
         out = out + a[..., :, j : j + 1] * b[..., j : j + 1, :]
     return out
+
+
+def _ptrs(*tensors: torch.Tensor) -> list[int]:
+    return [t.data_ptr() for t in tensors]
+
+
+@functools.cache
+def _kernel():
+    """The fused C build (None without one); imported late: attnsvm.fused imports this module."""
+    from attnsvm.fused import library
+
+    return library()

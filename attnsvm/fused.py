@@ -49,7 +49,7 @@ BUILDS = ("attnsvm._fused_v4", "attnsvm._fused")  # 8 lanes for AVX-512 CPUs; 4 
 BUILD_ENV = "ATTNSVM_FUSED_BUILD"  # names the one build to use (benchmarks, mixed clusters)
 
 
-ABI = 2  # attnsvm_abi() of a build that matches _ARGTYPES; a stale build is not used
+ABI = 3  # attnsvm_abi() of a build that matches _ARGTYPES; a stale build is not used
 
 
 @cache
@@ -74,6 +74,8 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
         else:
             lib.attnsvm_train_group.argtypes = _ARGTYPES
             lib.attnsvm_train_group.restype = _I
+            lib.attnsvm_seq_matmul.argtypes = [_I64] * 4 + [_P] * 3
+            lib.attnsvm_seq_matmul.restype = None
             lib.name = name
             return lib, ""
     return None, why

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnsvm import svm
+from attnsvm import batchops, svm
 from attnsvm.batchops import sum_last
 from attnsvm.config import (
     Backend,
@@ -243,3 +243,21 @@ def test_train_is_bit_identical_to_the_previous_loop(kind, opt):
     for key, val in pairs.items():
         assert torch.equal(val, ref[key]), key
     assert torch.equal(new.final_softmax, s)
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 5), (20, 10, 20), (5, 25, 25), (7, 150, 3)], ids=str)
+def test_batch_invariant_matmul_sums_in_index_order(shape):
+    """Both routes of batchops.matmul (torch's per-matrix loop below NAIVE_LIMIT, rank-one
+    accumulation above) sum a_i1 b_1j + a_i2 b_2j + ... in index order: the bits of a plain
+    sequential loop, for a batch and for each of its instances alone."""
+    r, k, c = shape
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(6, r, k, generator=g, dtype=torch.float64)
+    b = torch.randn(6, k, c, generator=g, dtype=torch.float64)
+    ref = torch.zeros(6, r, c, dtype=torch.float64)
+    for j in range(k):  # the sequential sum, one exactly rounded mul and add per term
+        ref = ref + a[:, :, j : j + 1] * b[:, j : j + 1, :]
+    out = batchops.matmul(a, b)
+    assert torch.equal(out, ref)
+    assert torch.allclose(out, a @ b, rtol=1e-12, atol=1e-12)
+    assert torch.equal(batchops.matmul(a[2:3], b[2:3]), out[2:3])
