@@ -9,3 +9,15 @@ import os
 os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 
 __version__ = "0.1.0"
+
+__all__ = ["compose", "run_job", "load_sweep"]
+
+
+def __getattr__(name: str):
+    """The Python API (attnsvm/api.py), imported on first use: ``import attnsvm`` stays light
+    and sets MKL's mode before torch is loaded."""
+    if name in __all__:
+        from attnsvm import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'attnsvm' has no attribute {name!r}")

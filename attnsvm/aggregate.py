@@ -80,6 +80,12 @@ class Sweep:
         return [*axes, *(k for k in self.swept if k not in axes)]
 
     @property
+    def summary(self) -> pd.DataFrame:
+        """One row per config point: seed counts and mean / std / count of each metric (the
+        table ``python -m attnsvm.aggregate`` writes as summary.parquet)."""
+        return summarize(self.runs, self.keys) if not self.runs.empty else pd.DataFrame()
+
+    @property
     def failed(self) -> pd.DataFrame:
         return self.jobs[self.jobs.status == "failed"]
 
@@ -249,7 +255,7 @@ def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: boo
     written = []
     if sweep.runs.empty:
         return sweep, pd.DataFrame(), written
-    summary = summarize(sweep.runs, sweep.keys)
+    summary = sweep.summary
     sweep.runs.to_parquet(out / "all_runs.parquet", index=False)
     summary.to_parquet(out / "summary.parquet", index=False)
     summary.round(6).to_csv(out / "summary.csv", index=False)

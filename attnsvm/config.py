@@ -11,10 +11,14 @@ message names the offending key.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import typing
+from dataclasses import dataclass, field, fields
 from enum import Enum
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # the config groups Hydra composes
 
 
 class ConfigError(ValueError):
@@ -99,6 +103,20 @@ def _require(ok: bool, key: str, accepted: str, value: object) -> None:
         raise ConfigError(f"{key}={value!r} is invalid: accepted values are {accepted}")
 
 
+def _coerce_enums(obj, prefix: str) -> None:
+    """Accept an enum field's value by name, as the CLI does (``ParameterizationConfig(
+    kind="kq")`` from Python); an unknown name is a ConfigError listing the accepted values."""
+    hints = typing.get_type_hints(type(obj))
+    for f in fields(obj):
+        kind = hints[f.name]
+        value = getattr(obj, f.name)
+        if isinstance(kind, type) and issubclass(kind, Enum) and not isinstance(value, kind):
+            accepted = [e.value for e in kind]
+            key = f"{prefix}.{f.name}" if prefix else f.name
+            _require(value in accepted, key, ", ".join(accepted), value)
+            setattr(obj, f.name, kind(value))
+
+
 PATHS_T = (3, 5)  # the sequence lengths of the published path pictures (data.PATHS_LAYOUTS)
 
 
@@ -113,6 +131,7 @@ class DatasetConfig:
     causal: bool = False  # sequential attention: query k attends to tokens t <= k only
 
     def __post_init__(self) -> None:
+        _coerce_enums(self, "dataset")
         _require(self.n >= 1, "dataset.n", "integers >= 1", self.n)
         _require(self.T >= 2, "dataset.T", "integers >= 2", self.T)
         _require(self.d >= 1, "dataset.d", "integers >= 1", self.d)
@@ -147,6 +166,7 @@ class ParameterizationConfig:
     penalty: float = 2.220446049250313e-16  # lambda of lambda(|K|^2 + |Q|^2); float64 eps
 
     def __post_init__(self) -> None:
+        _coerce_enums(self, "parameterization")
         _require(self.m is None or self.m >= 1, "parameterization.m", "null or >= 1", self.m)
         _require(self.init_scale > 0, "parameterization.init_scale", "floats > 0", self.init_scale)
         _require(self.penalty >= 0, "parameterization.penalty", "floats >= 0", self.penalty)
@@ -161,6 +181,7 @@ class OptimizerConfig:
     checkpoint_every: int = 20
 
     def __post_init__(self) -> None:
+        _coerce_enums(self, "optimizer")
         _require(self.lr > 0, "optimizer.lr", "floats > 0", self.lr)
         _require(self.steps >= 1, "optimizer.steps", "integers >= 1", self.steps)
         _require(self.eps >= 0, "optimizer.eps", "floats >= 0", self.eps)
@@ -183,6 +204,7 @@ class SolverConfig:
     feas_tol: float = 1e-6  # a solution must satisfy every margin >= 1 - feas_tol
 
     def __post_init__(self) -> None:
+        _coerce_enums(self, "solver")
         for key in ("tol", "rank_rtol", "support_tol", "feas_tol"):
             value = getattr(self, key)
             _require(0 < value < 1, f"solver.{key}", "floats in (0, 1)", value)
@@ -195,6 +217,7 @@ class HeadConfig:
     lam: float = 0.0  # lambda head: f_i = v^T xbar_i - lam * ||xbar_i||^2
 
     def __post_init__(self) -> None:
+        _coerce_enums(self, "head")
         _require(self.lam >= 0, "head.lam", "floats >= 0", self.lam)
 
 
@@ -208,6 +231,7 @@ class MultitokenConfig:
     max_tried: int = 1_000_000  # stop drawing after this many seeds, accepted or not
 
     def __post_init__(self) -> None:
+        _coerce_enums(self, "multitoken")
         _require(
             0 < self.zero_threshold <= self.threshold < 1,
             "multitoken.zero_threshold/threshold",
@@ -235,6 +259,7 @@ class RegpathConfig:
     svm_start_noise: float = 0.1  # second start: SVM direction + this relative Gaussian noise
 
     def __post_init__(self) -> None:
+        _coerce_enums(self, "regpath")
         _require(
             0 < self.r_min < self.r_max,
             "regpath.r_min/r_max",
@@ -258,6 +283,7 @@ class MetricsConfig:
     epsilon: float = 1e-2  # converged to alpha if corr(W, W^mm_alpha) >= 1 - epsilon
 
     def __post_init__(self) -> None:
+        _coerce_enums(self, "metrics")
         _require(0 < self.delta < 1, "metrics.delta", "floats in (0, 1)", self.delta)
         _require(0 < self.epsilon < 1, "metrics.epsilon", "floats in (0, 1)", self.epsilon)
 
@@ -283,6 +309,7 @@ class RunConfig:
     engine: Engine = Engine.auto  # training engine: fused C kernel where it applies, else torch
 
     def __post_init__(self) -> None:
+        _coerce_enums(self, "")
         _require(self.seeds >= 1, "seeds", "integers >= 1", self.seeds)
         _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
         _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)

@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from enum import Enum
@@ -157,3 +158,31 @@ def remove_stale_temps(job_dir: Path) -> list[Path]:
     for p in stale:
         p.unlink(missing_ok=True)
     return stale
+
+
+def job_record(cfg) -> dict:
+    """job.json's identity part: config hash, resolved config, package versions, start time."""
+    from attnsvm.versions import versions
+
+    return {
+        "config_hash": config_hash(cfg),
+        "config": plain(cfg),
+        "versions": versions(),
+        "started": time.time(),
+    }
+
+
+def write_result(out: Path, job: dict, result) -> None:
+    """The result contract of a finished job (a ``pipeline.JobResult``): runs.parquet,
+    trajectory.parquet, any extra tables, then job.json saying ``finished`` (written last)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_table(result.runs, out / RUNS)
+    write_table(result.trajectory, out / TRAJECTORY)
+    for name, table in result.extra.items():  # e.g. paths.parquet, tokens.parquet
+        write_table(table, out / f"{name}.parquet")
+    seed_status = result.runs.status.value_counts().to_dict()
+    write_json(
+        {**job, "status": "finished", "seconds": result.seconds, "seed_status": seed_status},
+        out / JOB,
+    )

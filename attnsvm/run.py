@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import shutil
 import sys
-import time
 import traceback
 from pathlib import Path
 
@@ -23,7 +22,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from attnsvm.config import ConfigError, check_override_keys, register_configs, to_run_config
+from attnsvm.config import (
+    CONF_DIR,
+    ConfigError,
+    check_override_keys,
+    register_configs,
+    to_run_config,
+)
 from attnsvm.pipeline import run_job
 from attnsvm.report import summary_text
 from attnsvm.results import (
@@ -32,17 +37,15 @@ from attnsvm.results import (
     TRAJECTORY,
     config_hash,
     find_finished,
+    job_record,
     mark_finished,
-    plain,
     read_job,
     remove_stale_temps,
     write_json,
-    write_table,
+    write_result,
 )
-from attnsvm.versions import versions
 
 log = logging.getLogger("attnsvm")
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
 register_configs()
 
@@ -89,12 +92,7 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     out = claim_job_dir(out, chash)
     for tmp in remove_stale_temps(out):
         log.info("removed %s, left by a killed run", tmp)
-    job = {
-        "config_hash": chash,
-        "config": plain(run),
-        "versions": versions(),
-        "started": time.time(),
-    }
+    job = job_record(run)
     write_json({**job, "status": "running"}, out / JOB)
     try:
         result = run_job(run, progress=lambda k, total: log.info("seeds done: %d/%d", k, total))
@@ -107,15 +105,7 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
             raise
         log.error("job %s failed: %r (recorded in %s)", chash, exc, out / JOB)
         return "failed"
-    write_table(result.runs, out / RUNS)
-    write_table(result.trajectory, out / TRAJECTORY)
-    for name, table in result.extra.items():  # e.g. paths.parquet, tokens.parquet
-        write_table(table, out / f"{name}.parquet")
-    seed_status = result.runs.status.value_counts().to_dict()
-    write_json(
-        {**job, "status": "finished", "seconds": result.seconds, "seed_status": seed_status},
-        out / JOB,
-    )
+    write_result(out, job, result)
     if sweep_dir is not None:
         mark_finished(sweep_dir, chash, out)
     print(summary_text(result.runs, result.seconds))
@@ -123,7 +113,7 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     return "finished"
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN

@@ -1,0 +1,60 @@
+"""The Python API: the CLI's configs, jobs and sweeps from a notebook or a script.
+
+    import attnsvm
+    cfg = attnsvm.compose(["parameterization=kq", "seeds=16"])  # validated; the CLI's errors
+    res = attnsvm.run_job(cfg)                  # nothing written
+    res.runs, res.trajectory                    # runs.parquet / trajectory.parquet's columns
+    attnsvm.run_job(cfg, out_dir="outputs/mine")  # the result contract on disk, as the CLI
+    sweep = attnsvm.load_sweep("outputs/sweeps/local")  # .runs, .trajectory, .summary, .jobs
+
+A ``RunConfig`` built by hand works too: ``RunConfig(parameterization=ParameterizationConfig(
+kind="kq"))`` (enum fields accept their names).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attnsvm.config import CONF_DIR, RunConfig, check_override_keys, register_configs
+
+
+def compose(overrides: list[str] | None = None) -> RunConfig:
+    """The validated ``RunConfig`` that ``python -m attnsvm.run OVERRIDES`` would run.
+
+    Unknown keys, bad values and rules across groups raise ``ConfigError`` naming the key and
+    the accepted values; Hydra's own errors (an unknown option of a group) pass through.
+    """
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from attnsvm.config import to_run_config
+
+    overrides = list(overrides or [])
+    check_override_keys(overrides)
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return to_run_config(hydra_compose(config_name="config", overrides=overrides))
+
+
+def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):
+    """Run one job (all its seeds) and return its ``JobResult`` (.runs, .trajectory, .extra,
+    .config_hash, .seconds). With ``out_dir``, also write runs.parquet, trajectory.parquet and
+    job.json there exactly as the CLI does; a list of overrides is composed first."""
+    from attnsvm.pipeline import run_job as run_pipeline
+    from attnsvm.results import job_record, write_result
+
+    if not isinstance(cfg, RunConfig):
+        cfg = compose(cfg)
+    job = job_record(cfg) if out_dir is not None else None
+    result = run_pipeline(cfg)
+    if out_dir is not None:
+        write_result(Path(out_dir), job, result)
+    return result
+
+
+def load_sweep(sweep_dir: str | Path):
+    """What the aggregator sees of a sweep directory: a ``Sweep`` with .runs (every seed's
+    row, swept keys as columns), .trajectory, .summary (one row per config point), .jobs."""
+    from attnsvm.aggregate import load_sweep as load
+
+    return load(sweep_dir)

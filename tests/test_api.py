@@ -1,0 +1,68 @@
+"""The Python API as the README shows it: compose (the CLI's validation), run_job (with and
+without writing), load_sweep; enum fields accept their names."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import attnsvm
+from attnsvm.config import (
+    ConfigError,
+    Parameterization,
+    ParameterizationConfig,
+    RunConfig,
+)
+from bits import assert_frames_identical
+from cli_helpers import SMALL, run_cli
+
+
+def test_compose_validates_like_the_cli():
+    cfg = attnsvm.compose(["parameterization=kq", "seeds=16"])
+    assert cfg.parameterization.kind == Parameterization.kq and cfg.seeds == 16
+    with pytest.raises(ConfigError, match="unknown key 'dataset.dd'"):
+        attnsvm.compose(["dataset.dd=3"])
+    with pytest.raises(ConfigError, match="head=relu needs dataset=relu"):
+        attnsvm.compose(["head=relu"])
+
+
+def test_enum_fields_accept_their_names():
+    assert ParameterizationConfig(kind="kq").kind == Parameterization.kq
+    with pytest.raises(ConfigError, match="parameterization.kind='qk'.*w, kq"):
+        ParameterizationConfig(kind="qk")
+
+
+def test_run_job_returns_the_tables_and_writes_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = attnsvm.compose([*SMALL, "parameterization=kq"])
+    res = attnsvm.run_job(cfg)
+    assert len(res.runs) == 3 and set(res.trajectory.seed) == {0, 1, 2}
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    by_hand = RunConfig(
+        seeds=3,
+        dataset=cfg.dataset,
+        optimizer=cfg.optimizer,
+        parameterization=ParameterizationConfig(kind="kq"),
+    )
+    assert attnsvm.run_job(by_hand).config_hash == res.config_hash
+    out = tmp_path / "mine"
+    written = attnsvm.run_job(cfg, out_dir=out)
+    job = json.loads((out / "job.json").read_text())
+    assert job["status"] == "finished" and job["config_hash"] == res.config_hash
+    drop = [c for c in res.runs.columns if "seconds" in c]
+    assert_frames_identical(
+        pd.read_parquet(out / "runs.parquet").drop(columns=drop), res.runs.drop(columns=drop)
+    )
+    assert_frames_identical(written.trajectory, res.trajectory, "trajectory")
+
+
+@pytest.mark.slow
+def test_load_sweep_sees_what_the_aggregator_sees(tmp_path):
+    res = run_cli("dataset.d=2,3", *SMALL, f"hydra.sweep.dir={tmp_path}", multirun=True)
+    assert res.returncode == 0, res.stdout
+    sweep = attnsvm.load_sweep(tmp_path)
+    assert len(sweep.runs) == 6 and set(sweep.runs.d) == {2, 3}
+    assert list(sweep.summary.d) == [2, 3] and (sweep.summary.seeds == 3).all()
+    assert set(sweep.jobs.status) == {"finished"}
