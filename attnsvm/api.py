@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnsvm.config import CONF_DIR, RunConfig, check_override_keys, register_configs
+from attnsvm.config import CONF_MODULE, RunConfig, check_override_keys, register_configs
 
 
 def compose(overrides: list[str] | None = None) -> RunConfig:
@@ -25,14 +25,14 @@ def compose(overrides: list[str] | None = None) -> RunConfig:
     the accepted values; Hydra's own errors (an unknown option of a group) pass through.
     """
     from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+    from hydra import initialize_config_module
 
     from attnsvm.config import to_run_config
 
     overrides = list(overrides or [])
     check_override_keys(overrides)
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+    with initialize_config_module(config_module=CONF_MODULE, version_base="1.3"):
         return to_run_config(hydra_compose(config_name="config", overrides=overrides))
 
 

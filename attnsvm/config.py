@@ -14,11 +14,10 @@ import re
 import typing
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # the config groups Hydra composes
+CONF_MODULE = "attnsvm.conf"  # the config groups Hydra composes (the repository's conf/)
 
 
 class ConfigError(ValueError):

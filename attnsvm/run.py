@@ -23,7 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from attnsvm.config import (
-    CONF_DIR,
+    CONF_MODULE,
     ConfigError,
     check_override_keys,
     register_configs,
@@ -113,7 +113,7 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     return "finished"
 
 
-@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+@hydra.main(version_base="1.3", config_path=f"pkg://{CONF_MODULE}", config_name="config")
 def main(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN

@@ -33,7 +33,7 @@ def test_new_options_compose(overrides, check):
 @pytest.mark.parametrize("name", ["multitoken", "regpath", "sequential"])
 def test_sweep_files_compose(name):
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        overrides = [f"hydra.searchpath=[file://{ROOT}]", f"+sweeps={name}"]
+        overrides = [f"+sweeps={name}"]
         assert compose("config", overrides=overrides, return_hydra_config=True).hydra.sweeper.params
         run = to_run_config(compose("config", overrides=overrides))
     if name == "multitoken":

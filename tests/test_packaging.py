@@ -1,0 +1,64 @@
+"""The package works without the checkout: a wheel built from the repository, installed in a
+fresh environment, runs a job and a sweep from an unrelated directory, with conf/ and sweeps/
+shipped inside it (``pkg://attnsvm.conf``); ``--help`` lists attnsvm's groups only."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import REPO
+
+GROUPS = "dataset head metrics multitoken optimizer parameterization regpath solver sweeps"
+
+
+def _run(*cmd, cwd: Path) -> subprocess.CompletedProcess:
+    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res
+
+
+@pytest.fixture(scope="module")
+def installed_wheel(tmp_path_factory) -> Path:
+    """A venv with the built wheel installed (its dependencies come from this environment's
+    site-packages through a .pth file, so nothing is downloaded); returns its python."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    wheel_cmd = ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", tmp / "dist", REPO]
+    _run(sys.executable, "-m", "pip", *wheel_cmd, cwd=tmp)
+    _run(sys.executable, "-m", "venv", tmp / "venv", cwd=tmp)
+    python = tmp / "venv" / "bin" / "python"
+    site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp)
+    deps = Path(site.stdout.strip()) / "attnsvm_deps.pth"
+    deps.write_text(sysconfig.get_paths()["purelib"] + "\n")
+    wheel = next((tmp / "dist").glob("attnsvm-*.whl"))
+    _run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel, cwd=tmp)
+    return python
+
+
+@pytest.mark.slow
+def test_the_wheel_runs_a_job_and_a_sweep_from_anywhere(installed_wheel, tmp_path):
+    where = _run(installed_wheel, "-c", "import attnsvm; print(attnsvm.__file__)", cwd=tmp_path)
+    assert str(REPO) not in where.stdout  # the installed copy, not the checkout
+    run = _run(installed_wheel, "-m", "attnsvm.run", "seeds=2", "optimizer.steps=40", cwd=tmp_path)
+    assert "seeds by status:    ok 2" in run.stdout, run.stdout
+    sweep = _run(
+        installed_wheel, "-m", "attnsvm.run", "-m", "+sweeps=local", "seeds=2",
+        "optimizer.steps=40", "optimizer.checkpoint_every=20", "hydra.sweep.dir=sw",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert "2 finished" in sweep.stdout, sweep.stdout
+    assert {p.name for p in (tmp_path / "sw").glob("*/runs.parquet")} == {"runs.parquet"}
+    assert len(list((tmp_path / "sw").glob("*/runs.parquet"))) == 2
+
+
+@pytest.mark.slow
+def test_help_lists_only_attnsvms_groups(installed_wheel, tmp_path):
+    (tmp_path / "outputs" / "junk").mkdir(parents=True)  # never scanned for config groups
+    res = _run(installed_wheel, "-m", "attnsvm.run", "--help", cwd=tmp_path)
+    section = res.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    groups = {line.split(":")[0] for line in section.splitlines() if ": " in line}
+    assert groups - {"sweeps/rank_shape"} == set(GROUPS.split()), section
