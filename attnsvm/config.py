@@ -14,6 +14,7 @@ import re
 import typing
 from dataclasses import dataclass, field, fields
 from enum import Enum
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -29,6 +30,8 @@ class Generator(str, Enum):
     relu = "relu"  # published ReLU-head generator (V, then X, Y, Z)
     paths = "paths"  # hand-placed 2-D clusters of the path pictures
     orthonormal = "orthonormal"  # orthonormal tokens, Y = +1 (the lambda-head experiment)
+    file = "file"  # your instances from an .npz (dataset.path; attnsvm/userdata.py)
+    callable = "callable"  # your generator function (dataset.target, dataset.kwargs)
 
 
 class Attention(str, Enum):
@@ -122,18 +125,28 @@ PATHS_T = (3, 5)  # the sequence lengths of the published path pictures (data.PA
 @dataclass
 class DatasetConfig:
     generator: Generator = Generator.random
-    n: int = 6
-    T: int = 8
-    d: int = 10
+    n: int | None = 6  # dataset=file: null = from the file
+    T: int | None = 8
+    d: int | None = 10
     attention: Attention = Attention.cross
     query_index: int = 0  # self-attention: z_i = x_{i, query_index}
     causal: bool = False  # sequential attention: query k attends to tokens t <= k only
+    path: str | None = None  # dataset=file: the .npz (attnsvm/userdata.py)
+    sha256: str | None = None  # dataset=file: the file's digest (filled in; set it to pin)
+    target: str | None = None  # dataset=callable: "module.function"
+    kwargs: dict[str, Any] = field(default_factory=dict)  # dataset=callable: its arguments
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "dataset")
-        _require(self.n >= 1, "dataset.n", "integers >= 1", self.n)
-        _require(self.T >= 2, "dataset.T", "integers >= 2", self.T)
-        _require(self.d >= 1, "dataset.d", "integers >= 1", self.d)
+        if self.generator == Generator.file:
+            self._take_shape_from_file()
+        if self.generator == Generator.callable:
+            _require(bool(self.target), "dataset.target", "'module.function' names", self.target)
+        for key, low in (("n", 1), ("T", 2), ("d", 1)):
+            value = getattr(self, key)
+            _require(
+                value is not None and value >= low, f"dataset.{key}", f"integers >= {low}", value
+            )
         _require(
             -self.T <= self.query_index < self.T,
             "dataset.query_index",
@@ -148,10 +161,38 @@ class DatasetConfig:
                 f"dataset.generator=paths draws the published 2-D pictures: it needs "
                 f"dataset.n=2, dataset.d=2 and dataset.T in {list(PATHS_T)}; {shape}"
             )
+        others = {"path": Generator.file, "target": Generator.callable}
+        for key, generator in others.items():
+            if getattr(self, key) is not None and self.generator != generator:
+                raise ConfigError(
+                    f"dataset.{key} is read by dataset={generator.value} only; got "
+                    f"dataset.generator={self.generator.value}: set dataset={generator.value}"
+                )
         if self.generator == Generator.orthonormal and self.T > self.d:
             raise ConfigError(
                 f"dataset.generator=orthonormal needs dataset.T <= dataset.d (T orthonormal "
                 f"tokens in R^d); {shape}: raise dataset.d or lower dataset.T"
+            )
+
+    def _take_shape_from_file(self) -> None:
+        """n, T, d from the file (null) or checked against it; sha256 filled in or checked."""
+        from attnsvm.userdata import read_file
+
+        _require(bool(self.path), "dataset.path", "the path of an .npz file", self.path)
+        _, digest, (_, *shape) = read_file(self.path)
+        for key, value in zip(("n", "T", "d"), shape, strict=True):
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+            elif getattr(self, key) != value:
+                raise ConfigError(
+                    f"dataset.{key}={getattr(self, key)} but dataset.path={self.path} has "
+                    f"{key}={value}: set dataset.{key}={value} or null"
+                )
+        if self.sha256 is None:
+            self.sha256 = digest
+        elif self.sha256 != digest:
+            raise ConfigError(
+                f"dataset.sha256={self.sha256} pins another file: {self.path} has {digest}"
             )
 
 
@@ -313,11 +354,23 @@ class RunConfig:
         _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
         _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
         _require(self.threads >= 1, "threads", "integers >= 1", self.threads)
-        if self.head.kind == Head.relu and self.dataset.generator != Generator.relu:
+        with_v = [Generator.relu, Generator.callable]  # generators that can give a V
+        if self.dataset.generator == Generator.file:
+            from attnsvm.userdata import read_file
+
+            arrays, _, (R, *_) = read_file(self.dataset.path)
+            _require(
+                self.seed + self.seeds <= R,
+                "seed/seeds",
+                f"seed + seeds <= {R}, the instances in dataset.path={self.dataset.path}",
+                (self.seed, self.seeds),
+            )
+            with_v += [Generator.file] * ("V" in arrays)
+        if self.head.kind == Head.relu and self.dataset.generator not in with_v:
             raise ConfigError(
                 f"head=relu needs dataset=relu (dataset.generator=relu draws the head's value "
-                f"matrix V); got dataset.generator={self.dataset.generator.value}: set "
-                f"dataset=relu, or choose head=linear"
+                f"matrix V; a file or callable may give V); got dataset.generator="
+                f"{self.dataset.generator.value}: set dataset=relu, or choose head=linear"
             )
         if self.device == Device.cuda:
             import torch

@@ -14,6 +14,7 @@ import torch
 
 from attnsvm.batchops import dot_last, matmul, sum_last
 from attnsvm.config import PATHS_T, Attention, DatasetConfig, Generator
+from attnsvm.userdata import callable_instances, file_instances
 
 
 @dataclass
@@ -153,12 +154,14 @@ def paths_instances(cfg: DatasetConfig, seeds: list[int]):
     return tuple(torch.stack([dr[k] for dr in draws]) for k in range(4))
 
 
-# generator -> function(cfg, seeds) returning float32 (X, Y, Z, v[, V]) before query selection
+# generator -> function(cfg, seeds) returning (X, Y, Z, v[, V]) before query selection
 GENERATORS = {
     Generator.random: random_instances,
     Generator.relu: relu_instances,
     Generator.orthonormal: orthonormal_instances,
     Generator.paths: paths_instances,
+    Generator.file: file_instances,
+    Generator.callable: callable_instances,
 }
 
 

@@ -8,11 +8,11 @@ from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf.errors import ValidationError
 
 from attnsvm.config import ConfigError, RunConfig, register_configs, to_run_config
-from conftest import CONF_DIR
+from conftest import CONF_DIR, REPO
 
 register_configs()
 GROUP_OPTIONS = {
-    "dataset": ["random", "relu", "orthonormal", "paths"],
+    "dataset": ["random", "relu", "orthonormal", "paths", "file", "callable"],
     "parameterization": ["w", "kq"],
     "optimizer": ["ngd", "gd"],
     "solver": ["ipm", "clarabel", "scs"],
@@ -21,7 +21,12 @@ GROUP_OPTIONS = {
 }
 
 
-NEEDS = {"head=relu": ["dataset=relu"]}  # an option that composes only with a partner
+TINY_NPZ = REPO / "tests" / "data" / "tiny.npz"  # 3 instances, n=2, T=3, d=4 (test_userdata.py)
+NEEDS = {  # options that compose only with a partner
+    "head=relu": ["dataset=relu"],
+    "dataset=file": [f"dataset.path={TINY_NPZ}", "seeds=3"],
+    "dataset=callable": ["dataset.target=userdata_example.make"],
+}
 
 
 def _compose(overrides: list[str]):
