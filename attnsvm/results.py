@@ -50,6 +50,11 @@ def flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
+# Keys added after results were first written: at these defaults they change no number, so
+# they stay out of the hash and earlier sweeps keep their identities (resume, skip).
+HASH_NEUTRAL_DEFAULTS = {"dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}}}
+
+
 def config_hash(cfg) -> str:
     """Stable 16-hex-digit identity of a run config (results-relevant keys only).
 
@@ -58,6 +63,10 @@ def config_hash(cfg) -> str:
     d = plain(cfg)
     for k in NON_RESULT_KEYS:
         d.pop(k, None)
+    for group, defaults in HASH_NEUTRAL_DEFAULTS.items():
+        for k, default in defaults.items():
+            if group in d and d[group].get(k, default) == default:
+                d[group].pop(k, None)
     if "engine" in d:
         d["engine"] = plain(cfg.train_engine)
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

@@ -64,3 +64,14 @@ def test_a_marker_is_checked_not_trusted(tmp_path):
     assert find_finished("aaaa", tmp_path / "5", tmp_path) is None
     (tmp_path / "1" / JOB).unlink()
     assert find_finished("aaaa", tmp_path / "5", tmp_path) is None
+
+
+def test_keys_added_later_leave_earlier_hashes_unchanged():
+    """dataset.path/sha256/target/kwargs at their defaults stay out of the hash: these are the
+    hashes the code before them gave (sweeps written then are still found on resume)."""
+    from attnsvm.config import ParameterizationConfig, RunConfig
+    from attnsvm.results import config_hash
+
+    assert config_hash(RunConfig()) == "b6bf3ebd7451dcc9"
+    kq = RunConfig(parameterization=ParameterizationConfig(kind="kq"))
+    assert config_hash(kq) == "07d30d1c22fc9574"
