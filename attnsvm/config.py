@@ -336,7 +336,7 @@ class RunConfig:
     solver: SolverConfig = field(default_factory=SolverConfig)
     head: HeadConfig = field(default_factory=HeadConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
-    experiment: Experiment = Experiment.gd
+    experiment: str = Experiment.gd.value  # a built-in (Experiment) or your module's path
     multitoken: MultitokenConfig = field(default_factory=MultitokenConfig)
     regpath: RegpathConfig = field(default_factory=RegpathConfig)
     train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
@@ -354,6 +354,12 @@ class RunConfig:
         _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
         _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
         _require(self.threads >= 1, "threads", "integers >= 1", self.threads)
+        if self.experiment in {e.value for e in Experiment}:
+            self.experiment = Experiment(self.experiment)
+        else:  # your own: importable, with run_job and summary_text (attnsvm/experiments.py)
+            from attnsvm.experiments import module_of
+
+            module_of(self.experiment)
         with_v = [Generator.relu, Generator.callable]  # generators that can give a V
         if self.dataset.generator == Generator.file:
             from attnsvm.userdata import read_file

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics, svm
-from attnsvm.config import Backend, Experiment, Generator, Init, Parameterization, RunConfig
+from attnsvm.config import Backend, Generator, Init, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
@@ -280,21 +280,17 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
 
 
 def run_job(cfg: RunConfig, progress=None) -> JobResult:
-    """All seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the config columns.
+    """Run ``cfg.experiment`` (attnsvm/experiments.py: a built-in or your own module) on all
+    seeds of ``cfg``, under ``cfg.threads`` (torch and the BLAS pools numpy/scipy use)."""
+    from attnsvm.experiments import module_of
 
-    ``experiment=multitoken`` and ``experiment=regpath`` are run by their own modules. Every
-    experiment runs under ``cfg.threads`` (torch and the BLAS pools numpy/scipy use).
-    """
     with limit_threads(cfg.threads):
-        if cfg.experiment != Experiment.gd:
-            import importlib
-
-            module = importlib.import_module(f"attnsvm.{cfg.experiment.value}")
-            return module.run_job(cfg, progress)
-        return _run_gd_job(cfg, progress)
+        return module_of(cfg.experiment).run_job(cfg, progress)
 
 
-def _run_gd_job(cfg: RunConfig, progress=None) -> JobResult:
+def run_gd_job(cfg: RunConfig, progress=None) -> JobResult:
+    """experiment=gd: all seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the
+    config columns."""
     t0 = time.perf_counter()
     seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)  # relu: all-positive labels skipped
     rows, trajs, extra = [], [], {}

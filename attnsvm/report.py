@@ -6,12 +6,15 @@ import pandas as pd
 
 
 def summary_text(runs: pd.DataFrame, seconds: float) -> str:
-    """Seeds by status, mean final correlations, saturation and convergence types."""
-    first = runs.iloc[0]
-    if first.get("experiment", "gd") != "gd":  # multitoken, regpath: their own summaries
-        import importlib
+    """The summary of the job's experiment (attnsvm/experiments.py), from its rows."""
+    from attnsvm.experiments import module_of
 
-        return importlib.import_module(f"attnsvm.{first.experiment}").summary_text(runs, seconds)
+    return module_of(runs.iloc[0].get("experiment", "gd")).summary_text(runs, seconds)
+
+
+def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
+    """experiment=gd: seeds by status, mean final correlations, saturation, convergence types."""
+    first = runs.iloc[0]
     engine = first.get("train_engine", "torch")  # results written before engines existed
     training = (
         f"{first['optimizer.steps']} {first.optimizer} steps ({engine} engine)"

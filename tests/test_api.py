@@ -66,3 +66,16 @@ def test_load_sweep_sees_what_the_aggregator_sees(tmp_path):
     assert len(sweep.runs) == 6 and set(sweep.runs.d) == {2, 3}
     assert list(sweep.summary.d) == [2, 3] and (sweep.summary.seeds == 3).all()
     assert set(sweep.jobs.status) == {"finished"}
+
+
+def test_an_experiment_of_ones_own_runs_like_a_built_in(tmp_path):
+    """A module with run_job and summary_text (tests/experiment_example.py) named in config:
+    the framework gives it validation, threads, the result contract and its summary."""
+    cfg = attnsvm.compose(["experiment=experiment_example", *SMALL])
+    res = attnsvm.run_job(cfg, out_dir=tmp_path / "mine")
+    assert set(res.runs.status) == {"ok"} and res.runs.selected_opt_share.between(0, 1).all()
+    assert json.loads((tmp_path / "mine" / "job.json").read_text())["status"] == "finished"
+    with pytest.raises(ConfigError, match="accepted values are gd, multitoken, regpath, or"):
+        attnsvm.compose(["experiment=gradient_descent"])
+    with pytest.raises(ConfigError, match="experiment='bits': bits has no run_job or summary"):
+        attnsvm.compose(["experiment=bits"])  # a module, but not an experiment

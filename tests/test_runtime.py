@@ -40,7 +40,7 @@ def test_every_experiment_runs_within_the_threads_limit(monkeypatch, experiment)
 
     for module, name in ((multitoken, "run_job"), (regpath, "run_job")):
         monkeypatch.setattr(module, name, record)
-    monkeypatch.setattr("attnsvm.pipeline._run_gd_job", record)
+    monkeypatch.setattr("attnsvm.gd.run_job", record)
     torch.set_num_threads(2)
     try:
         with pytest.raises(StopIteration):

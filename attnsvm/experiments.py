@@ -1,0 +1,45 @@
+"""What a job runs: ``experiment=NAME``, a built-in by name or your own by module path.
+
+An experiment is a module with two functions:
+
+    run_job(cfg: RunConfig, progress=None) -> pipeline.JobResult   # all seeds of one job
+    summary_text(runs: pd.DataFrame, seconds: float) -> str         # printed after the run
+
+Everything around it is the framework's, the same for built-ins and plug-ins: composition and
+validation, thread limits (``pipeline.run_job``), the job hash, the result contract and resume
+(``attnsvm/run.py``), sweeps and aggregation. Your own, without editing attnsvm:
+
+    python -m attnsvm.run experiment=mylab.my_experiment seeds=4
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from attnsvm.config import ConfigError
+
+BUILTIN = {
+    "gd": "attnsvm.gd",  # GD vs the attention SVMs (the paper's pipeline)
+    "multitoken": "attnsvm.multitoken",  # multi-token SVM-equivalence of nonlinear heads
+    "regpath": "attnsvm.regpath",  # regularization path
+}
+PROTOCOL = ("run_job", "summary_text")
+
+
+def module_of(name: str) -> ModuleType:
+    """The module of experiment ``name``; a ConfigError names what is wrong with it."""
+    name = getattr(name, "value", name)  # the Experiment enum or a plain string
+    path = BUILTIN.get(name, name)
+    try:
+        module = importlib.import_module(path)
+    except ImportError as exc:
+        raise ConfigError(
+            f"experiment={name!r} is invalid: accepted values are {', '.join(BUILTIN)}, or the "
+            f"module path of your own experiment (a module with {' and '.join(PROTOCOL)}); "
+            f"importing {path!r}: {exc}"
+        ) from None
+    missing = [f for f in PROTOCOL if not callable(getattr(module, f, None))]
+    if missing:
+        raise ConfigError(f"experiment={name!r}: {path} has no {' or '.join(missing)}")
+    return module
