@@ -119,6 +119,21 @@ def _coerce_enums(obj, prefix: str) -> None:
             setattr(obj, f.name, kind(value))
 
 
+def _builtin_or_plugin(value, builtin: type[Enum], key: str):
+    """A built-in's name becomes its enum member; any other value must import as a plug-in
+    ("module.function"), checked now so that a typo fails at composition."""
+    value = getattr(value, "value", value)
+    if value in {e.value for e in builtin}:
+        return builtin(value)
+    if "." not in str(value):
+        accepted = ", ".join(e.value for e in builtin)
+        _require(False, key, f"{accepted}, or the import path of your own", value)
+    from attnsvm.plugins import load_object
+
+    load_object(value, key)
+    return value
+
+
 PATHS_T = (3, 5)  # the sequence lengths of the published path pictures (data.PATHS_LAYOUTS)
 
 
@@ -253,11 +268,12 @@ class SolverConfig:
 
 @dataclass
 class HeadConfig:
-    kind: Head = Head.linear
+    kind: str = Head.linear.value  # a built-in (Head) or your factory's path "module.make"
     lam: float = 0.0  # lambda head: f_i = v^T xbar_i - lam * ||xbar_i||^2
+    kwargs: dict[str, Any] = field(default_factory=dict)  # your head's arguments
 
     def __post_init__(self) -> None:
-        _coerce_enums(self, "head")
+        self.kind = _builtin_or_plugin(self.kind, Head, "head.kind")
         _require(self.lam >= 0, "head.lam", "floats >= 0", self.lam)
 
 

@@ -38,7 +38,6 @@ from attnsvm.config import (
     ParameterizationConfig,
 )
 from attnsvm.data import Instances
-from attnsvm.heads import LinearHead, ReLUHead
 from attnsvm.train import Params, Trajectory, checkpoint_steps, init_params
 
 _P, _I, _D, _I64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_int64
@@ -121,7 +120,7 @@ def resolve_engine(
     if dtype != DType.float64:
         why.append(f"dtype={dtype.value} (it needs float64)")
     if head not in (Head.linear, Head.relu):
-        why.append(f"head.kind={head.value} (it needs linear or relu)")
+        why.append(f"head.kind={getattr(head, 'value', head)} (it needs linear or relu)")
     if not why and library() is None:
         why.append(_load()[1])
     if engine == Engine.fused and why:
@@ -157,8 +156,9 @@ def train_fused(
     lib = library()
     if lib is None:
         raise RuntimeError(f"engine=fused: {_load()[1]}")
-    if type(head) not in (LinearHead, ReLUHead):
-        raise ValueError(f"engine=fused trains linear and ReLU heads, not {type(head).__name__}")
+    if not hasattr(head, "fused_values"):
+        name = type(head).__name__
+        raise ValueError(f"engine=fused trains linear and ReLU heads (fused_values), not {name}")
     X_dev = inst.X.device
     if inst.X.dtype != torch.float64 or X_dev.type != "cpu":
         raise ValueError(f"engine=fused needs float64 on the CPU, not {inst.X.dtype} on {X_dev}")
@@ -172,10 +172,10 @@ def train_fused(
 
     p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
     kq = pcfg.kind == Parameterization.kq
-    relu = isinstance(head, ReLUHead)
+    token_values, relu = head.fused_values()  # V^T x_it rows (ReLU head), or v^T x_it
     X, Y, Z = (arr(t) for t in (inst.X, inst.Y, inst.Z))
-    values = arr(head.P if relu else head.h)  # token values: V^T x_it rows, or v^T x_it
-    r = head.P.shape[-1] if relu else 0
+    values = arr(token_values)
+    r = token_values.shape[-1] if relu else 0
     mask = inst.mask if inst.mask is not None else torch.ones(R, n, T, dtype=torch.bool)
     visible = arr(mask.to(torch.float64))
     if kq:

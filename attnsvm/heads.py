@@ -14,6 +14,7 @@ import torch
 from attnsvm.batchops import dot_last, matmul, sum_last
 from attnsvm.config import Head, HeadConfig
 from attnsvm.data import Instances
+from attnsvm.plugins import load_object
 
 
 class LinearHead:
@@ -28,6 +29,10 @@ class LinearHead:
 
     def centred_values(self, s: torch.Tensor) -> torch.Tensor:
         return matmul(self.h_diff, s.unsqueeze(-1)).squeeze(-1)  # (R, n, T)
+
+    def fused_values(self) -> tuple[torch.Tensor, bool]:
+        """For the C engine: the token values h_it = v^T x_it, no ReLU."""
+        return self.h, False
 
 
 class ReLUHead:
@@ -50,6 +55,10 @@ class ReLUHead:
         active = (pbar > 0).to(self.P.dtype)  # (R, n, d) ReLU'
         e = matmul(self.P, active.unsqueeze(-1)).squeeze(-1)  # (R, n, T) e_it
         return _centred(e, s)
+
+    def fused_values(self) -> tuple[torch.Tensor, bool]:
+        """For the C engine: the token value rows V^T x_it, through a ReLU."""
+        return self.P, True
 
 
 class LambdaHead:
@@ -81,12 +90,21 @@ def _centred(e: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
     return matmul(diff, s.unsqueeze(-1)).squeeze(-1)
 
 
+# built-in heads by name; your own: head.kind="module.make", make(inst, cfg) -> a head
+HEADS = {
+    Head.linear: lambda inst, cfg: LinearHead(inst),
+    Head.relu: lambda inst, cfg: ReLUHead(inst),
+    Head["lambda"]: lambda inst, cfg: LambdaHead(inst, cfg.lam),
+}
+
+
 def make_head(cfg: HeadConfig, inst: Instances):
-    """The configured head for a batch of instances."""
-    if cfg.kind == Head.linear:
-        return LinearHead(inst)
-    if cfg.kind == Head.relu:
-        return ReLUHead(inst)
-    if cfg.kind == Head["lambda"]:
-        return LambdaHead(inst, cfg.lam)
-    raise NotImplementedError(f"head.kind={cfg.kind.value!r} has no implementation")
+    """The configured head for a batch of instances: a built-in, or your factory's head.
+
+    A head has ``output(s)`` (R, n) and ``centred_values(s)`` (R, n, T), the softmax-weighted
+    differences sum_u s_iu (e_it - e_iu) of e_it = grad phi(xbar_i) . x_it (module docstring);
+    ``fused_values()`` (token values and whether they pass a ReLU) lets the C engine train it.
+    """
+    if cfg.kind in HEADS:
+        return HEADS[cfg.kind](inst, cfg)
+    return load_object(cfg.kind, "head.kind")(inst, cfg)

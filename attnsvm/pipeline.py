@@ -47,7 +47,7 @@ def config_columns(cfg: RunConfig) -> dict:
         "d": cfg.dataset.d,
         "attention": cfg.dataset.attention.value,
         "parameterization": cfg.parameterization.kind.value,
-        "head": cfg.head.kind.value,
+        "head": plain(cfg.head.kind),  # a built-in name or your head's import path
         "optimizer": cfg.optimizer.kind.value,
         "train_engine": plain(cfg.train_engine) or "none",  # auto resolved; none: no GD
     }

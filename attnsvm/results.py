@@ -52,7 +52,10 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 # Keys added after results were first written: at these defaults they change no number, so
 # they stay out of the hash and earlier sweeps keep their identities (resume, skip).
-HASH_NEUTRAL_DEFAULTS = {"dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}}}
+HASH_NEUTRAL_DEFAULTS = {
+    "dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}},
+    "head": {"kwargs": {}},
+}
 
 
 def config_hash(cfg) -> str:

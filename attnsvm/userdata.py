@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 from pathlib import Path
 
 import numpy as np
 
 from attnsvm.config import ConfigError
+from attnsvm.plugins import load_object
 
 REQUIRED = ("X", "Y")
 HEADS = ("v", "V")
@@ -106,18 +106,9 @@ def file_instances(cfg, seeds: list[int]):
     return _tensors({k: a[seeds] for k, a in arrays.items()}, cfg.query_index)
 
 
-def load_target(target: str):
-    """The user's function named ``module.function``."""
-    module, _, name = target.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"dataset.target={target!r} cannot be imported: {exc}") from None
-
-
 def callable_instances(cfg, seeds: list[int]):
     """Call the user's generator for ``seeds`` and check what it returns."""
-    fn = load_target(cfg.target)
+    fn = load_object(cfg.target, "dataset.target")
     out = fn(list(seeds), cfg.n, cfg.T, cfg.d, **dict(cfg.kwargs))
     source = f"dataset.target={cfg.target}"
     if not isinstance(out, dict):

@@ -302,7 +302,7 @@ def test_regpath_refuses_fused():
 def test_direct_calls_check_the_head_and_dtype():
     inst = make_instances(DatasetConfig(n=3, T=4, d=5), [0, 1])
     pcfg, ocfg = ParameterizationConfig(), OptimizerConfig(steps=5)
-    with pytest.raises(ValueError, match="linear and ReLU heads, not LambdaHead"):
+    with pytest.raises(ValueError, match="linear and ReLU heads .fused_values., not LambdaHead"):
         train(inst, LambdaHead(inst, 0.1), pcfg, ocfg, engine=Engine.fused)
     inst32 = make_instances(DatasetConfig(n=3, T=4, d=5), [0, 1], dtype=torch.float32)
     with pytest.raises(ValueError, match="float64"):

@@ -91,3 +91,32 @@ def test_lambda_head_selects_a_mixture_on_orthonormal_tokens():
     assert ((target > 0.05).sum(-1) >= 2).any()  # the optimum mixes tokens
     np.testing.assert_allclose(s, target, atol=0.03)
     assert ((s > 0.05).sum(-1) >= 2).any()  # and GD finds that mixture
+
+
+def test_a_head_of_ones_own_trains_with_the_exact_gradient(small_instances):
+    """head.kind=head_example.make (tests/head_example.py): the hand-written gradient through
+    its centred values equals autograd of its output, and a job runs with it (torch engine)."""
+    import torch.nn.functional as F
+
+    import attnsvm
+    from attnsvm.config import ConfigError, HeadConfig
+    from attnsvm.heads import make_head
+    from attnsvm.train import loss_and_grad_w, softmax_probs
+
+    inst = small_instances
+    head = make_head(HeadConfig(kind="head_example.make", kwargs={"scale": 3.0}), inst)
+    W = torch.randn(inst.R, 6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    Wa = W.clone().requires_grad_()
+    f = head.output(softmax_probs(Wa, inst.X, inst.Z))
+    F.softplus(-inst.Y * f).mean(-1).sum().backward()
+    _, _, grad = loss_and_grad_w(W, inst, head)
+    torch.testing.assert_close(grad, Wa.grad, rtol=1e-10, atol=1e-13)
+
+    cfg = attnsvm.compose(["head.kind=head_example.make", "seeds=2", "optimizer.steps=50"])
+    runs = attnsvm.run_job(cfg).runs
+    assert set(runs.status) == {"ok"} and set(runs.train_engine) == {"torch"}
+    assert set(runs["head"]) == {"head_example.make"}
+    with pytest.raises(ConfigError, match="head.kind='head_example.nothere' cannot be imported"):
+        attnsvm.compose(["head.kind=head_example.nothere"])
+    with pytest.raises(ConfigError, match="engine=fused cannot run here.*head_example.make"):
+        attnsvm.compose(["head.kind=head_example.make", "engine=fused"])
