@@ -196,10 +196,11 @@ def summarize(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         feasible = g[g.feasible.astype(bool)] if "feasible" in g else g
         row["feasible"] = len(feasible)
         row["feasible_rate"] = len(feasible) / len(g)
-        if "conv_type" in g:
+        if "conv_type" in g:  # blank where the classification does not apply (regpath, SVMs)
+            classified = g.conv_type.notna().any()
             for kind in CONV_TYPES:
-                row[kind] = int((g.conv_type == kind).sum())
-                row[f"{kind}_share"] = row[kind] / len(g)
+                row[kind] = int((g.conv_type == kind).sum()) if classified else None
+                row[f"{kind}_share"] = row[kind] / len(g) if classified else None
         for m in METRICS:
             if m not in g:
                 continue
@@ -240,9 +241,11 @@ def figure_cli(doc: str, argv: list[str] | None) -> tuple[Path, Path]:
     """``SWEEP_DIR [--out DIR]`` of the experiment-specific figure commands; creates DIR."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path)
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default sweep_dir)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default SWEEP_DIR/summary)"
+    )
     args = parser.parse_args(argv)
-    out = args.out or args.sweep_dir
+    out = args.out or args.sweep_dir / "summary"  # where `attnsvm.aggregate` writes too
     out.mkdir(parents=True, exist_ok=True)
     return args.sweep_dir, out
 

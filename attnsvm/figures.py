@@ -60,10 +60,21 @@ def draw_all(sweep, summary: pd.DataFrame, out: Path) -> list[Path]:
     else:
         if several_d:
             written += _save(convergence_figure(summary, sweep.keys), out, "convergence")
-        curves = {"softmax_max", "corr_fro", "corr_nuc"} <= set(sweep.trajectory.columns)
-        if summary.config_hash.nunique() <= MAX_CURVE_POINTS and curves:
-            written += _save(curves_figure(sweep.trajectory, sweep.swept), out, "curves")
+        traj = gd_trajectory(sweep)
+        curves = {"softmax_max", "corr_fro", "corr_nuc"} <= set(traj.columns)
+        if summary.config_hash.nunique() <= MAX_CURVE_POINTS and curves and not traj.empty:
+            swept = [k for k in sweep.swept if k != "experiment"]
+            written += _save(curves_figure(traj, swept), out, "curves")
     return written
+
+
+def gd_trajectory(sweep) -> pd.DataFrame:
+    """The trajectory rows of GD jobs only: a regularization path's rows are indexed by R, not
+    by iteration, and never belong on an iteration axis."""
+    runs, traj = sweep.runs, sweep.trajectory
+    if "experiment" not in runs or traj.empty:
+        return traj
+    return traj[traj.config_hash.isin(runs.config_hash[runs.experiment == "gd"])]
 
 
 def _label(keys: list[str], values) -> str:
@@ -137,7 +148,10 @@ def convergence_figure(summary: pd.DataFrame, keys: list[str]):
                 g.d, g[f"{kind}_share"], bottom=bottom, color=colors[kind], label=kind, width=0.8
             )
             bottom += g[f"{kind}_share"].to_numpy()
-        ax.plot(g.d, g.feasible_rate, "k-o", markersize=4, label=r"$W^{mm}$ at opt feasible")
+        contiguous = bool((np.diff(g.d.to_numpy()) == 1).all())  # no line through an unrun d
+        style = "k-o" if contiguous else "ko"
+        ax.plot(g.d, g.feasible_rate, style, markersize=4, label=r"$W^{mm}$ at opt feasible")
+        ax.set_xticks(g.d.to_numpy())  # the d values that ran, no fractional ticks
         ax.set_title(_label(panel_keys, values))
         seeds = int(g.seeds.max())
         ax.set(xlabel="$d$", ylabel=f"share of the {seeds} seeds per $d$", ylim=(0, 1.02))

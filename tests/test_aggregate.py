@@ -195,3 +195,38 @@ def test_tiny_multirun_with_joblib_then_aggregate(tmp_path):
     assert len(runs) == 4 * 3
     for name in ("convergence", "curves"):
         assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.pdf").exists()
+
+
+def test_convergence_counts_are_blank_where_the_classification_does_not_apply():
+    """A regularization path's rows (no conv_type) beside GD rows: no 'global 0, local 0'."""
+    runs = pd.concat(
+        [
+            _runs(seed=[0, 1], conv_type=["global", "local"], experiment="gd"),
+            _runs(seed=[0, 1], conv_type=[None, None], experiment="regpath", config_hash="h1"),
+        ]
+    ).assign(feasible=True)
+    s = summarize(runs, ["experiment"]).set_index("experiment")
+    assert (s.loc["gd", "global"], s.loc["gd", "local"]) == (1, 1)
+    assert s.loc["regpath", ["global", "local", "other", "global_share"]].isna().all()
+
+
+def test_curves_use_gd_trajectories_only_and_d_ticks_are_the_run_values():
+    from types import SimpleNamespace
+
+    from attnsvm.figures import convergence_figure, gd_trajectory
+
+    runs = _runs(seed=[0, 0], experiment=["gd", "regpath"], config_hash=["g", "r"])
+    traj = pd.DataFrame({"config_hash": ["g", "g", "r"], "step": [0, 10, 0]})
+    kept = gd_trajectory(SimpleNamespace(runs=runs, trajectory=traj))
+    assert set(kept.config_hash) == {"g"}
+    points = [_runs(seed=[0], conv_type=["global"], d=d, config_hash=f"h{d}") for d in (2, 4, 8)]
+    summary = summarize(pd.concat(points).assign(feasible=True), ["d"])
+    fig = convergence_figure(summary.assign(parameterization="w"), ["d", "parameterization"])
+    assert list(fig.axes[0].get_xticks()) == [2, 4, 8]
+
+
+def test_figure_commands_write_to_the_summary_folder(tmp_path):
+    from attnsvm.aggregate import figure_cli
+
+    sweep, out = figure_cli("doc", [str(tmp_path)])
+    assert out == tmp_path / "summary" and out.is_dir()

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import REPO
-
 from attnsvm.bench import README_MARKERS, readme_table
+from conftest import REPO
 
 
 def test_readme_speed_table_is_the_bench_results_file():

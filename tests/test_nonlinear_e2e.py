@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _figure(module: str, job_dir: Path, name: str) -> None:
-    """Run an experiment's figure command on a job directory; the PNG must be written."""
+    """Run an experiment's figure command on a job directory; the PNG must be written to its
+    summary/ folder, as the aggregator's figures are."""
     fig = subprocess.run(
         [sys.executable, "-m", module, str(job_dir)],
         cwd=ROOT,
@@ -20,7 +21,7 @@ def _figure(module: str, job_dir: Path, name: str) -> None:
         timeout=300,
     )
     assert fig.returncode == 0, fig.stderr[-3000:]
-    assert (job_dir / name).stat().st_size > 0
+    assert (job_dir / "summary" / name).stat().st_size > 0
 
 
 def _run(tmp_path, *overrides):
@@ -45,7 +46,7 @@ def test_multitoken_command(tmp_path):
     )
     assert (runs.status == "ok").sum() == 3 and "accepted 3 of" in stdout
     _figure("attnsvm.figures_multitoken", tmp_path, "multitoken.png")
-    table = pd.read_csv(tmp_path / "multitoken_table.csv")
+    table = pd.read_csv(tmp_path / "summary" / "multitoken_table.csv")
     assert len(table) == 1  # one d
 
 
