@@ -21,7 +21,7 @@ GROUP_OPTIONS = {
 }
 
 
-TINY_NPZ = REPO / "tests" / "data" / "tiny.npz"  # 3 instances, n=2, T=3, d=4 (test_userdata.py)
+TINY_NPZ = REPO / "tests" / "data" / "tiny.npz"  # 8 instances, n=2, T=3, d=4 (test_docs.py)
 NEEDS = {  # options that compose only with a partner
     "head=relu": ["dataset=relu"],
     "dataset=file": [f"dataset.path={TINY_NPZ}", "seeds=3"],
