@@ -229,14 +229,15 @@ class ParameterizationConfig:
 
 @dataclass
 class OptimizerConfig:
-    kind: Optimizer = Optimizer.ngd
+    kind: str = Optimizer.ngd.value  # a built-in (Optimizer) or your factory's "module.make"
     lr: float = 0.1
     steps: int = 2000
     eps: float = 2.220446049250313e-16  # added to ||grad|| in ngd (published value, PAPER §6.2)
     checkpoint_every: int = 20
+    kwargs: dict[str, Any] = field(default_factory=dict)  # your optimizer's arguments
 
     def __post_init__(self) -> None:
-        _coerce_enums(self, "optimizer")
+        self.kind = _builtin_or_plugin(self.kind, Optimizer, "optimizer.kind")
         _require(self.lr > 0, "optimizer.lr", "floats > 0", self.lr)
         _require(self.steps >= 1, "optimizer.steps", "integers >= 1", self.steps)
         _require(self.eps >= 0, "optimizer.eps", "floats >= 0", self.eps)
@@ -407,7 +408,13 @@ class RunConfig:
         from attnsvm.fused import resolve_engine
 
         return resolve_engine(
-            self.engine, self.device, self.dtype, self.head.kind, self.experiment, self.train
+            self.engine,
+            self.device,
+            self.dtype,
+            self.head.kind,
+            self.experiment,
+            self.train,
+            self.optimizer.kind,
         )
 
     @property

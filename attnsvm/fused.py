@@ -100,6 +100,7 @@ def resolve_engine(
     head: Head,
     experiment: Experiment = Experiment.gd,
     trains: bool = True,
+    optimizer: Optimizer | str = Optimizer.ngd,
 ) -> Engine | None:
     """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``; None
     for a job that trains nothing (``train=false``).
@@ -121,6 +122,8 @@ def resolve_engine(
         why.append(f"dtype={dtype.value} (it needs float64)")
     if head not in (Head.linear, Head.relu):
         why.append(f"head.kind={getattr(head, 'value', head)} (it needs linear or relu)")
+    if optimizer not in (Optimizer.ngd, Optimizer.gd):
+        why.append(f"optimizer.kind={getattr(optimizer, 'value', optimizer)} (it needs ngd or gd)")
     if not why and library() is None:
         why.append(_load()[1])
     if engine == Engine.fused and why:
@@ -191,6 +194,8 @@ def train_fused(
     rec = {k: np.empty((groups, C, L)) for k in ("loss", "gnorm", "smax", "sminmax")}
     rec_sel = np.empty((groups, C, n, L), dtype=np.int64)
     final_s = np.empty((groups, n, T, L))
+    if ocfg.kind not in (Optimizer.ngd, Optimizer.gd):
+        raise ValueError(f"engine=fused trains with ngd or gd, not optimizer.kind={ocfg.kind}")
     ngd = ocfg.kind == Optimizer.ngd
 
     def run_group(g: int) -> None:

@@ -48,7 +48,7 @@ def config_columns(cfg: RunConfig) -> dict:
         "attention": cfg.dataset.attention.value,
         "parameterization": cfg.parameterization.kind.value,
         "head": plain(cfg.head.kind),  # a built-in name or your head's import path
-        "optimizer": cfg.optimizer.kind.value,
+        "optimizer": plain(cfg.optimizer.kind),
         "train_engine": plain(cfg.train_engine) or "none",  # auto resolved; none: no GD
     }
     return {**short, **flat}

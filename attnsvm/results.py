@@ -55,6 +55,7 @@ def flatten(d: dict, prefix: str = "") -> dict:
 HASH_NEUTRAL_DEFAULTS = {
     "dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}},
     "head": {"kwargs": {}},
+    "optimizer": {"kwargs": {}},
 }
 
 

@@ -19,12 +19,12 @@ from attnsvm.batchops import dot_last, elementwise, matmul, sum_last
 from attnsvm.config import (
     Engine,
     Init,
-    Optimizer,
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
 )
 from attnsvm.data import Instances
+from attnsvm.optim import make_optimizer
 
 INIT_SEED_OFFSET = 1_000_000_007  # init draws use their own stream: seed + offset
 
@@ -124,13 +124,6 @@ class Trajectory:
         return self.W[-1]
 
 
-def _step_size(cfg: OptimizerConfig, gnorm: torch.Tensor) -> torch.Tensor:
-    """lr / (||g|| + eps) for ngd, lr for gd; a zero gradient takes no step."""
-    if cfg.kind == Optimizer.gd:
-        return torch.full_like(gnorm, cfg.lr)
-    return torch.where(gnorm > 0, cfg.lr / (gnorm + cfg.eps), 0.0)
-
-
 def checkpoint_steps(steps: int, every: int) -> list[int]:
     """Steps at which ``train`` records: every ``every`` steps and the last one."""
     return sorted(set(range(0, steps + 1, every)) | {steps})
@@ -157,6 +150,7 @@ def train(
         return train_fused(inst, head, pcfg, ocfg, params, threads)
     R, n, _, d = inst.X.shape
     p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
+    rule = make_optimizer(ocfg)
     kq = p.W is None
     ckpts = checkpoint_steps(ocfg.steps, ocfg.checkpoint_every)
     like = dict(dtype=inst.X.dtype, device=inst.X.device)
@@ -197,9 +191,9 @@ def train(
         if k == ocfg.steps:
             break
         if kq:
-            p.K = p.K - _step_size(ocfg, nK)[:, None, None] * gK
-            p.Q = p.Q - _step_size(ocfg, nQ)[:, None, None] * gQ
+            p.K = rule.update(p.K, gK, nK)
+            p.Q = rule.update(p.Q, gQ, nQ)
         else:
-            p.W = p.W - _step_size(ocfg, gnorm)[:, None, None] * gW
+            p.W = rule.update(p.W, gW, gnorm)
     rec.final_softmax = s
     return rec

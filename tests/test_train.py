@@ -111,3 +111,24 @@ def test_gd_direction_matches_svm(kind, column):
     other = "corr_nuc" if column == "corr_fro" else "corr_fro"
     assert runs[column].mean() > runs[other].mean() + 0.05  # the two biases are distinguishable
     assert (runs.softmax_min > 1 - 1e-6).all()
+
+
+def test_a_step_rule_of_ones_own_trains_with_the_torch_engine():
+    """optimizer.kind=optim_example.make (tests/optim_example.py): the step is the user's,
+    the job is the framework's; the fused engine, which implements ngd and gd, is refused."""
+    import attnsvm
+    from attnsvm.config import ConfigError
+
+    cfg = attnsvm.compose(["optimizer.kind=optim_example.make", "seeds=2", "optimizer.steps=1"])
+    ds = cfg.dataset
+    inst = make_instances(ds, [0, 1])
+    traj = train(inst, LinearHead(inst), cfg.parameterization, cfg.optimizer)
+    W0, W1 = traj.W[0], traj.W[-1]
+    from attnsvm.train import loss_and_grad_w
+
+    _, _, G = loss_and_grad_w(W0, inst, LinearHead(inst))
+    assert torch.equal(W1, W0 - cfg.optimizer.lr * torch.sign(G))
+    runs = attnsvm.run_job(cfg).runs
+    assert set(runs.train_engine) == {"torch"} and set(runs.optimizer) == {"optim_example.make"}
+    with pytest.raises(ConfigError, match="engine=fused cannot run here.*optim_example.make"):
+        attnsvm.compose(["optimizer.kind=optim_example.make", "engine=fused"])
