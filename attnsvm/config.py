@@ -399,7 +399,8 @@ class RunConfig:
             import torch
 
             _require(torch.cuda.is_available(), "device", "cpu (no CUDA device here)", "cuda")
-        self.train_engine  # noqa: B018  raises if engine=fused cannot run here
+        if self.engine == Engine.fused:  # only a pinned engine can be refused; auto never is
+            self.train_engine  # noqa: B018  raises if engine=fused cannot run here
 
     @property
     def train_engine(self) -> Engine | None:

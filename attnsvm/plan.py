@@ -35,9 +35,9 @@ def plan_job(cfg: DictConfig, num: int, out: Path, sweep_dir: Path, overrides: s
     """What ``python -m attnsvm.run`` would do with job ``num`` of a sweep (run.execute's rules)."""
     try:
         run = to_run_config(cfg)
+        chash = config_hash(run)  # as run.execute: resolving engine=auto may refuse the build
     except ConfigError as exc:
         return PlannedJob(num, INVALID, "", str(out), str(exc), overrides)
-    chash = config_hash(run)
     done = find_finished(chash, out, sweep_dir)
     if done is not None:
         return PlannedJob(num, SKIP, chash, str(done), "finished", overrides)

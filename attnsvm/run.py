@@ -79,10 +79,10 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     """
     try:
         run = to_run_config(cfg)
+        chash = config_hash(run)  # resolves engine=auto: a bad $ATTNSVM_FUSED_BUILD fails here
     except ConfigError as exc:
         _discard_output_dir(out)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
-    chash = config_hash(run)
     done = find_finished(chash, out, sweep_dir)
     if done is not None:
         if done != out:

@@ -104,3 +104,16 @@ def test_cuda_without_device_is_a_clear_error():
         pytest.skip("a CUDA device is present: device=cuda is valid here")
     with pytest.raises(ConfigError, match="device"):
         to_run_config(_compose(["device=cuda"]))
+
+
+def test_validating_a_config_loads_neither_torch_nor_the_c_kernel():
+    """config.py is the schema: composing the default config imports no engine."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from attnsvm.config import RunConfig; RunConfig(); "
+        "print(sorted(m for m in ('torch', 'attnsvm.fused', 'cvxpy') if m in sys.modules))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert res.stdout.strip() == "[]", res.stdout + res.stderr
