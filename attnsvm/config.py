@@ -119,19 +119,30 @@ def _coerce_enums(obj, prefix: str) -> None:
             setattr(obj, f.name, kind(value))
 
 
-def _builtin_or_plugin(value, builtin: type[Enum], key: str):
-    """A built-in's name becomes its enum member; any other value must import as a plug-in
-    ("module.function"), checked now so that a typo fails at composition."""
+def _builtin_or_plugin(value, builtin: type[Enum], key: str, load=None):
+    """A built-in's name becomes its enum member; any other value must load as a plug-in —
+    ``load(value, key)``, by default a "module.function" factory (plugins.load_object) —
+    checked now so that a typo fails at composition, listing the built-ins."""
     value = getattr(value, "value", value)
     if value in {e.value for e in builtin}:
         return builtin(value)
-    if "." not in str(value):
+    if load is None:
+        from attnsvm.plugins import load_object as load
+    try:
+        load(value, key)
+    except ConfigError as exc:
         accepted = ", ".join(e.value for e in builtin)
-        _require(False, key, f"{accepted}, or the import path of your own", value)
-    from attnsvm.plugins import load_object
-
-    load_object(value, key)
+        raise ConfigError(
+            f"{key}={value!r} is invalid: accepted values are {accepted}, or the import path "
+            f"of your own ({exc})"
+        ) from None
     return value
+
+
+def _experiment_module(value, key):
+    from attnsvm.experiments import module_of
+
+    return module_of(value, key)
 
 
 PATHS_T = (3, 5)  # the sequence lengths of the published path pictures (data.PATHS_LAYOUTS)
@@ -371,12 +382,9 @@ class RunConfig:
         _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
         _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
         _require(self.threads >= 1, "threads", "integers >= 1", self.threads)
-        if self.experiment in {e.value for e in Experiment}:
-            self.experiment = Experiment(self.experiment)
-        else:  # your own: importable, with run_job and summary_text (attnsvm/experiments.py)
-            from attnsvm.experiments import module_of
-
-            module_of(self.experiment)
+        self.experiment = _builtin_or_plugin(
+            self.experiment, Experiment, "experiment", load=_experiment_module
+        )  # your own: a module with run_job and summary_text (attnsvm/experiments.py)
         with_v = [Generator.relu, Generator.callable]  # generators that can give a V
         if self.dataset.generator == Generator.file:
             from attnsvm.userdata import read_file

@@ -17,17 +17,14 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from attnsvm.config import ConfigError
+from attnsvm.config import ConfigError, Experiment
 
-BUILTIN = {
-    "gd": "attnsvm.gd",  # GD vs the attention SVMs (the paper's pipeline)
-    "multitoken": "attnsvm.multitoken",  # multi-token SVM-equivalence of nonlinear heads
-    "regpath": "attnsvm.regpath",  # regularization path
-}
+# built-in name -> its module: attnsvm.<name> (the Experiment enum is the one list of them)
+BUILTIN = {e.value: f"attnsvm.{e.value}" for e in Experiment}
 PROTOCOL = ("run_job", "summary_text")
 
 
-def module_of(name: str) -> ModuleType:
+def module_of(name: str, key: str = "experiment") -> ModuleType:
     """The module of experiment ``name``; a ConfigError names what is wrong with it."""
     name = getattr(name, "value", name)  # the Experiment enum or a plain string
     path = BUILTIN.get(name, name)
@@ -35,11 +32,9 @@ def module_of(name: str) -> ModuleType:
         module = importlib.import_module(path)
     except ImportError as exc:
         raise ConfigError(
-            f"experiment={name!r} is invalid: accepted values are {', '.join(BUILTIN)}, or the "
-            f"module path of your own experiment (a module with {' and '.join(PROTOCOL)}); "
-            f"importing {path!r}: {exc}"
+            f"{key}={name!r}: importing {path!r} (a module with {' and '.join(PROTOCOL)}): {exc}"
         ) from None
     missing = [f for f in PROTOCOL if not callable(getattr(module, f, None))]
     if missing:
-        raise ConfigError(f"experiment={name!r}: {path} has no {' or '.join(missing)}")
+        raise ConfigError(f"{key}={name!r}: {path} has no {' or '.join(missing)}")
     return module
