@@ -80,16 +80,14 @@ def _adjoint(a, b, y):
 
 def _max_step(L, D):
     """Largest alpha <= 1 with L L^T + alpha D >= 0, per instance."""
-    with one_thread():
-        Li_D = torch.linalg.solve_triangular(L, D, upper=False)
-        S = torch.linalg.solve_triangular(L, Li_D.transpose(-1, -2), upper=False)
-        lam_min = torch.linalg.eigvalsh(_sym(S))[..., 0]
+    Li_D = torch.linalg.solve_triangular(L, D, upper=False)
+    S = torch.linalg.solve_triangular(L, Li_D.transpose(-1, -2), upper=False)
+    lam_min = torch.linalg.eigvalsh(_sym(S))[..., 0]
     return torch.where(lam_min < 0, -1 / lam_min, torch.full_like(lam_min, torch.inf))
 
 
 def _solve_schur(Lm, rhs):
-    with one_thread():
-        return torch.cholesky_solve(rhs.unsqueeze(-1), Lm).squeeze(-1)
+    return torch.cholesky_solve(rhs.unsqueeze(-1), Lm).squeeze(-1)
 
 
 def _max_step_lp(x, dx):
@@ -108,21 +106,18 @@ def _step(A, Bq, C, X, Z, x, z, y):
     nu = X.shape[-1] + m  # barrier parameter of PSD(N) x R^m_+
     Rp, Rd, rd = _residuals(A, Bq, C, X, Z, x, z, y)
     mu = (_inner(X, Z) + _inner(x, z)) / nu
-    with one_thread():
-        Lz, iz = torch.linalg.cholesky_ex(Z)
-        Lx, ix = torch.linalg.cholesky_ex(X)
+    Lz, iz = torch.linalg.cholesky_ex(Z)
+    Lx, ix = torch.linalg.cholesky_ex(X)
     bad = (iz != 0) | (ix != 0)  # left the cone through rounding: stop this instance
     if bool(bad.any()):
         eye = torch.eye(X.shape[-1], dtype=X.dtype)
         Lz, Lx = torch.where(bad[:, None, None], eye, Lz), torch.where(bad[:, None, None], eye, Lx)
-    with one_thread():
-        Zi = torch.cholesky_inverse(Lz)
+    Zi = torch.cholesky_inverse(Lz)
     M = _schur(A, Bq, X, Zi, x, z)
-    with one_thread():
-        Lm, info = torch.linalg.cholesky_ex(M)
-        if bool((info != 0).any()):
-            scale = M.diagonal(dim1=-2, dim2=-1).abs().amax(-1)[:, None, None]
-            Lm, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * torch.eye(m, dtype=M.dtype))
+    Lm, info = torch.linalg.cholesky_ex(M)
+    if bool((info != 0).any()):
+        scale = M.diagonal(dim1=-2, dim2=-1).abs().amax(-1)[:, None, None]
+        Lm, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * torch.eye(m, dtype=M.dtype))
 
     def direction(sig_mu, corr_X, corr_x):
         # dX = sig_mu Zi - X - sym(X Rd Zi) + sym(X A^T dy Zi) - corr;  A(dX) - (dx) = Rp
@@ -177,6 +172,11 @@ def nuclear_svm_batch(
     "solver_error" when rounding pushed an iterate out of the cone) and the iterations used.
     Feasibility is the caller's to establish (an infeasible instance has an unbounded dual).
     """
+    with one_thread():  # LAPACK's blocked factorisations split their sums by thread count
+        return _solve_batch(a, b, tol, max_iter)
+
+
+def _solve_batch(a, b, tol, max_iter):
     A = torch.as_tensor(a, dtype=torch.float64)
     Bq = torch.as_tensor(b, dtype=torch.float64)
     nb, m, p = A.shape
