@@ -74,10 +74,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.device.type != "cpu":
         return torch.matmul(a, b)
     (r, k), c = a.shape[-2:], b.shape[-1]
-    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    batch = a.shape[:-2]
+    if b.shape[:-2] != batch:  # broadcast_shapes costs more than a small product: only here
+        batch = torch.broadcast_shapes(batch, b.shape[:-2])
+        a, b = a.expand(*batch, r, k), b.expand(*batch, k, c)
     if not batch:
         return matmul(a.unsqueeze(0), b.unsqueeze(0))[0]
-    a, b = a.expand(*batch, r, k), b.expand(*batch, k, c)
     if r * k * c < NAIVE_LIMIT:
         return torch.matmul(a, b)
     lib = _kernel()
