@@ -115,9 +115,10 @@ def _step(A, Bq, C, X, Z, x, z, y):
     Zi = torch.cholesky_inverse(Lz)
     M = _schur(A, Bq, X, Zi, x, z)
     Lm, info = torch.linalg.cholesky_ex(M)
-    if bool((info != 0).any()):
+    if bool((info != 0).any()):  # regularise only the instances whose factorisation failed
         scale = M.diagonal(dim1=-2, dim2=-1).abs().amax(-1)[:, None, None]
-        Lm, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * torch.eye(m, dtype=M.dtype))
+        Lr, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * torch.eye(m, dtype=M.dtype))
+        Lm = torch.where((info != 0)[:, None, None], Lr, Lm)
 
     def direction(sig_mu, corr_X, corr_x):
         # dX = sig_mu Zi - X - sym(X Rd Zi) + sym(X A^T dy Zi) - corr;  A(dX) - (dx) = Rp

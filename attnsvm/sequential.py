@@ -45,6 +45,23 @@ def masked_view(X: np.ndarray, Z: np.ndarray, mask: np.ndarray, alpha: np.ndarra
     return Xv[keep], Z[keep], alpha[keep]
 
 
+def masked_problem(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, mask: np.ndarray | None):
+    """The SVM problem (X, Z, alpha) with only visible tokens constrained: ``masked_view``
+    where some token is hidden, else the problem itself."""
+    if mask is None or mask.all():
+        return X, Z, alpha
+    return masked_view(X, Z, mask, alpha)
+
+
+def unmask(sol: svm.SVMSolution, X, Z, alpha, mask: np.ndarray | None) -> svm.SVMSolution:
+    """Margins (n, T) of a solution of ``masked_problem`` on the full problem, +inf at hidden
+    tokens, so support tokens and local optimality read them as never active."""
+    if sol.W is not None and mask is not None and not mask.all():
+        sol.margins = svm.margins_of(sol.W, X, Z, alpha)
+        sol.margins[~mask] = np.inf
+    return sol
+
+
 def w_mm_masked(
     X: np.ndarray,
     Z: np.ndarray,
@@ -53,13 +70,6 @@ def w_mm_masked(
     cfg: SolverConfig,
     norm: str = "fro",
 ) -> svm.SVMSolution:
-    """``svm.w_mm`` / ``svm.w_mm_nuc`` with only visible tokens constrained; margins (n, T) are
-    +inf at hidden tokens, so support tokens and local optimality read them as never active."""
+    """``svm.w_mm`` / ``svm.w_mm_nuc`` with only visible tokens constrained (one instance)."""
     solve = svm.w_mm if norm == "fro" else svm.w_mm_nuc
-    if mask is None or mask.all():
-        return solve(X, Z, alpha, cfg)
-    sol = solve(*masked_view(X, Z, mask, alpha), cfg)
-    if sol.W is not None:
-        sol.margins = svm.margins_of(sol.W, X, Z, alpha)
-        sol.margins[~mask] = np.inf
-    return sol
+    return unmask(solve(*masked_problem(X, Z, alpha, mask), cfg), X, Z, alpha, mask)

@@ -17,9 +17,10 @@ from attnsvm.config import (
 from attnsvm.data import make_instances
 from attnsvm.heads import make_head
 from attnsvm.pipeline import seed_status
-from attnsvm.sequential import w_mm_masked
+from attnsvm.sequential import masked_problem, w_mm_masked
 from attnsvm.svm import SVMSolution, w_mm_nuc, w_mm_nuc_batch
 from attnsvm.train import loss_and_grad_w, softmax_probs, train
+from bits import assert_tensors_identical
 
 SEQ = dict(n=2, T=4, d=6, attention=Attention.sequential)
 
@@ -117,3 +118,21 @@ def test_a_failing_svm_shared_by_opt_and_selected_is_named_once():
     other = SVMSolution("nuc", "inaccurate", W=np.eye(2), reason="stalled")
     _, reason = seed_status(True, {"opt": [ok, bad], "selected": [ok, other]})
     assert reason == "W^mm[nuc] at opt: stalled; W^mm[nuc] at selected: stalled"
+
+
+def test_masked_nuclear_svms_same_bits_alone_and_batched():
+    """The interior point regularises a failed Schur factorisation per instance: solving the
+    causal problems of four seeds together gives each seed's solution alone, bit for bit (it
+    once regularised the whole batch when one instance needed it)."""
+    inst = make_instances(
+        DatasetConfig(attention=Attention.sequential, causal=True, T=4), [0, 1, 2, 3]
+    )
+    X, Z, opt, mask = (t.numpy() for t in (inst.X, inst.Z, inst.opt, inst.mask))
+    probs = [masked_problem(X[r], Z[r], opt[r], mask[r]) for r in range(4)]
+    together = w_mm_nuc_batch(probs, SolverConfig(), feasible=[True] * 4)
+    for r, prob in enumerate(probs):
+        alone = w_mm_nuc_batch([prob], SolverConfig(), feasible=[True])[0]
+        assert together[r].status == alone.status == "optimal"
+        assert_tensors_identical(
+            torch.as_tensor(together[r].W), torch.as_tensor(alone.W), f"seed {r}"
+        )
