@@ -1,17 +1,22 @@
 """Docs that cannot go stale: the README's speed table is the rendering of the bench's results
-file, docs/benchmarks.json (rewrite both with ``python -m attnsvm.bench --readme README.md``),
-and every ``python -m attnsvm.run`` command of the README and docs/ composes (a dry run)."""
+file, docs/benchmarks.json (rewrite both with ``python -m attnsvm.bench --readme README.md``);
+its experiment table's wall column and its headline numbers are the rendering of the published
+sweep results in docs/results/ (``python -m attnsvm.publish outputs/sweeps/<name> ...
+--readme README.md``); and every ``python -m attnsvm.run`` command of the README and docs/
+composes (a dry run)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+from attnsvm import publish
 from attnsvm.bench import README_MARKERS, readme_table
 from cli_helpers import run_cli
 from conftest import REPO
@@ -23,6 +28,126 @@ def test_readme_speed_table_is_the_bench_results_file():
     start, end = README_MARKERS
     block = readme.split(start, 1)[1].split(end, 1)[0].strip()
     assert block == readme_table(record), "run: python -m attnsvm.bench --readme README.md"
+
+
+# ---- the README's experiment walls and headline numbers are docs/results/ -------------------
+PUBLISH = "run: python -m attnsvm.publish outputs/sweeps/<name> ... --readme README.md"
+RESULTS = REPO / "docs" / "results"
+
+
+def test_readme_results_blocks_are_the_published_results():
+    readme = (REPO / "README.md").read_text()
+    walls = publish.readme_block(readme, publish.WALL_MARKERS)
+    assert walls == publish.experiment_table(walls, RESULTS), PUBLISH
+    headlines = publish.readme_block(readme, publish.HEADLINE_MARKERS)
+    assert headlines == publish.headline_table(RESULTS), PUBLISH
+    assert readme == publish.render_readme(readme, RESULTS), PUBLISH
+
+
+def test_every_published_sweep_is_in_the_readme_with_its_tables():
+    sweeps = publish.load_sweeps(RESULTS)
+    walls = publish.readme_block((REPO / "README.md").read_text(), publish.WALL_MARKERS)
+    in_readme = set(re.findall(r"\+sweeps=([\w-]+)", walls))
+    assert in_readme == set(sweeps), PUBLISH
+    for name, record in sweeps.items():
+        # the wall spans every job: at least the longest one, so at least their mean
+        assert record["jobs"] > 0 and record["wall"] >= record["seconds"] / record["jobs"], name
+        for table in record["tables"]:
+            assert (RESULTS / table).exists(), f"{table} of {name} missing; {PUBLISH}"
+
+
+def test_the_headline_rows_follow_the_result_files(tmp_path):
+    """Change a published number: the rendered README changes with it (and the unchanged
+    README no longer passes the check above)."""
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS, results)
+    path = results / "local_summary.csv"
+    rows = path.read_text().splitlines()
+    header = rows[0].split(",")
+    col, kind = header.index("corr_fro_mean"), header.index("parameterization")
+    for i, row in enumerate(rows[1:], 1):
+        cells = row.split(",")
+        if cells[kind] == "w":
+            cells[col] = "0.123456"
+            rows[i] = ",".join(cells)
+    path.write_text("\n".join(rows) + "\n")
+    assert "final corr(W, W^mm_α) 0.1235," in publish.headline_table(results)
+    readme = (REPO / "README.md").read_text()
+    assert publish.render_readme(readme, results) != readme
+
+    sweeps = json.loads((results / "sweeps.json").read_text())
+    sweeps["rank"]["wall"] = 1234.4
+    (results / "sweeps.json").write_text(json.dumps(sweeps))
+    walls = publish.readme_block(publish.render_readme(readme, results), publish.WALL_MARKERS)
+    (rank_row,) = [ln for ln in walls.splitlines() if "+sweeps=rank`" in ln]
+    assert rank_row.endswith("| 1234 s |")
+
+
+def _fake_sweep(root, name, jobs, status="finished"):
+    """A sweep directory as ``attnsvm.run -m`` and ``attnsvm.aggregate`` leave it: one
+    job.json per job (started, seconds, seed_status) and summary/*.csv."""
+    sweep = root / name
+    for i, (started, seconds, seeds) in enumerate(jobs):
+        job = {
+            "config_hash": f"{i:016x}",
+            "config": {"seeds": seeds},
+            "started": started,
+            "status": status if i == len(jobs) - 1 else "finished",
+            "seconds": seconds,
+            "seed_status": {"ok": seeds - 1, "infeasible": 1},
+        }
+        (sweep / str(i)).mkdir(parents=True)
+        (sweep / str(i) / "job.json").write_text(json.dumps(job))
+    (sweep / "summary").mkdir()
+    (sweep / "summary" / "summary.csv").write_text(f"d,seeds\n4,{jobs[0][2]}\n")
+    (sweep / "summary" / "table.csv").write_text("d,x\n4,0.5\n")
+    return sweep
+
+
+def test_publish_records_a_sweeps_tables_wall_and_seconds(tmp_path):
+    t0 = 1_800_000_000.25
+    # two workers: job 1 ends last, job 2 starts last but ends first
+    jobs = [(t0, 3.0, 10), (t0 + 0.5, 7.25, 10), (t0 + 4.0, 1.0, 5)]
+    sweep = _fake_sweep(tmp_path / "sweeps", "tiny", jobs)
+    other = _fake_sweep(tmp_path / "sweeps", "one", [(t0 + 100, 2.5, 3)])
+    results = tmp_path / "results"
+    assert publish.main([str(sweep), "--results", str(results)]) == 0
+    assert publish.main([str(other), "--results", str(results)]) == 0  # merged, not replaced
+    record = json.loads((results / "sweeps.json").read_text())
+    assert set(record) == {"tiny", "one"}
+    tiny = record["tiny"]
+    assert tiny["jobs"] == 3 and tiny["seeds"] == 25
+    assert tiny["seconds"] == pytest.approx(3.0 + 7.25 + 1.0)
+    assert tiny["wall"] == pytest.approx(7.75)  # t0 -> t0 + 0.5 + 7.25
+    assert record["one"]["wall"] == pytest.approx(2.5) and record["one"]["jobs"] == 1
+    assert tiny["date"] == "2027-01-15" and tiny["cores"] == os.cpu_count()
+    assert tiny["tables"] == ["tiny_summary.csv", "tiny_table.csv"]
+    for published, source in [("tiny_summary.csv", "summary.csv"), ("tiny_table.csv", "table.csv")]:
+        assert (results / published).read_bytes() == (sweep / "summary" / source).read_bytes()
+    assert publish.experiment_walls(results) == {"tiny": "7.8 s", "one": "2.5 s"}
+
+    block = (
+        "| experiment | command | wall |\n|---|---|---|\n"
+        "| tiny | `python -m attnsvm.run -m +sweeps=tiny` | ? |"
+    )
+    table = publish.experiment_table(block, results).splitlines()
+    assert table[-1] == "| tiny | `python -m attnsvm.run -m +sweeps=tiny` | 7.8 s |"
+    assert "2-core" in table[0] or f"{os.cpu_count()}-core" in table[0]
+
+
+def test_publish_refuses_unfinished_or_stale_sweeps(tmp_path):
+    t0 = 1_800_000_000.0
+    running = _fake_sweep(tmp_path, "running", [(t0, 1.0, 2), (t0, 1.0, 2)], status="running")
+    with pytest.raises(publish.PublishError, match="not finished"):
+        publish.publish([running], tmp_path / "results")
+    stale = _fake_sweep(tmp_path, "stale", [(t0, 1.0, 2)])
+    summary = stale / "summary" / "summary.csv"
+    old = (stale / "0" / "job.json").stat().st_mtime - 60
+    os.utime(summary, (old, old))
+    with pytest.raises(publish.PublishError, match="older than the sweep's jobs"):
+        publish.publish([stale], tmp_path / "results")
+    assert not (tmp_path / "results").exists()  # nothing written for a refused sweep
+    assert publish.main([str(running), "--results", str(tmp_path / "results")]) == 2
 
 
 # ---- every documented command composes (a dry run: nothing trains) --------------------------
