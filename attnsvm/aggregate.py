@@ -53,7 +53,7 @@ METRICS = (
     "norm_nuc",
     "seconds",
 )
-RANK_METRICS = ("rank_fro", "rank_nuc", "norm_fro", "norm_nuc")  # defined for feasible seeds only
+FEASIBLE_ONLY = ("rank_", "norm_")  # SVM ranks and norms: defined for feasible seeds only
 CONV_TYPES = ("global", "local", "other")
 AXES = ("n", "T", "d")  # always summary columns, swept or not
 
@@ -184,6 +184,18 @@ def _add_swept(sweep: Sweep, name: str, table: pd.DataFrame) -> None:
         sweep.extra[name] = table
 
 
+def metric_columns(runs: pd.DataFrame) -> list[tuple[str, bool]]:
+    """(column, feasible seeds only?) of every metric in ``runs``: METRICS, then those of each
+    further SVM norm the job solved (``solver.norms``: a ``svm_status_<norm>`` column each)."""
+    names = [m for m in METRICS if m in runs]
+    for col in runs.columns:
+        norm = col.removeprefix("svm_status_")
+        if col.startswith("svm_status_") and f"rank_{norm}" not in METRICS:
+            names += [f"{k}_{norm}{s}" for k, s in (("rank", ""), ("corr", ""), ("corr", "_opt"))]
+            names += [f"norm_{norm}"]
+    return [(m, m.startswith(FEASIBLE_ONLY)) for m in names if m in runs]
+
+
 def summarize(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """One row per config point (``by`` + config_hash): counts, and mean / std / count of each
     metric. Rank and SVM-norm statistics use feasible seeds only (infeasible ones have none)."""
@@ -201,10 +213,8 @@ def summarize(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
             for kind in CONV_TYPES:
                 row[kind] = int((g.conv_type == kind).sum()) if classified else None
                 row[f"{kind}_share"] = row[kind] / len(g) if classified else None
-        for m in METRICS:
-            if m not in g:
-                continue
-            col = pd.to_numeric((feasible if m in RANK_METRICS else g)[m], errors="coerce")
+        for m, feasible_only in metric_columns(g):
+            col = pd.to_numeric((feasible if feasible_only else g)[m], errors="coerce")
             row[f"{m}_mean"] = col.mean()
             row[f"{m}_std"] = col.std()
             row[f"{m}_count"] = int(col.count())

@@ -260,6 +260,21 @@ class OptimizerConfig:
         )
 
 
+NORMS = ("fro", "nuc")  # built-in SVM norms (attnsvm/norms.py); the Frobenius SVM always solved
+
+
+def _norm_names(names, key: str = "solver.norms") -> list[str]:
+    """Built-in names or plug-in paths, without repeats, "fro" first (the feasibility oracle)."""
+    out = ["fro"]
+    for name in names:
+        name = str(name)
+        if name not in out:
+            if name not in NORMS:
+                _builtin_or_plugin(name, Enum("SVMNorm", {n: n for n in NORMS}, type=str), key)
+            out.append(name)
+    return out
+
+
 @dataclass
 class SolverConfig:
     backend: Backend = Backend.IPM  # nuclear-norm SDP
@@ -269,9 +284,11 @@ class SolverConfig:
     rank_rtol: float = 1e-6  # rank = #{sigma > rank_rtol * sigma_max}
     support_tol: float = 1e-6  # constraint active if margin <= 1 + support_tol
     feas_tol: float = 1e-6  # a solution must satisfy every margin >= 1 - feas_tol
+    norms: list[str] = field(default_factory=lambda: list(NORMS))  # SVMs solved per seed
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "solver")
+        self.norms = _norm_names(self.norms)
         for key in ("tol", "rank_rtol", "support_tol", "feas_tol"):
             value = getattr(self, key)
             _require(0 < value < 1, f"solver.{key}", "floats in (0, 1)", value)
@@ -385,6 +402,8 @@ class RunConfig:
         self.experiment = _builtin_or_plugin(
             self.experiment, Experiment, "experiment", load=_experiment_module
         )  # your own: a module with run_job and summary_text (attnsvm/experiments.py)
+        if self.parameterization.kind == Parameterization.kq and "nuc" not in self.solver.norms:
+            self.solver.norms.insert(1, "nuc")  # (K,Q) is measured against the nuclear SVM
         with_v = [Generator.relu, Generator.callable]  # generators that can give a V
         if self.dataset.generator == Generator.file:
             from attnsvm.userdata import read_file

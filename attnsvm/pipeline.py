@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnsvm import metrics, svm
-from attnsvm.config import Backend, Generator, Init, Parameterization, RunConfig
+from attnsvm import metrics, norms, svm
+from attnsvm.config import Generator, Init, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import config_hash, flatten, plain
 from attnsvm.runtime import limit_threads
-from attnsvm.sequential import w_mm_masked
+from attnsvm.sequential import masked_problem, unmask
 from attnsvm.train import Trajectory, train
 
 
@@ -41,6 +41,7 @@ def config_columns(cfg: RunConfig) -> dict:
     flat = flatten(plain(cfg))
     for k in ("seeds", "seed", "threads", "batch_size"):
         flat.pop(k)
+    flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}
     short = {
         "n": cfg.dataset.n,
         "T": cfg.dataset.T,
@@ -54,34 +55,24 @@ def config_columns(cfg: RunConfig) -> dict:
     return {**short, **flat}
 
 
-def _solve_pair(X, Z, alpha, scfg, mask=None):
-    """Frobenius and nuclear SVM at alpha; the nuclear one is skipped when no W separates alpha.
-
-    ``mask`` (n, T): only visible tokens are constrained (sequential/causal attention)."""
-    fro = w_mm_masked(X, Z, alpha, mask, scfg, "fro")
-    if fro.status == svm.INFEASIBLE:
-        return fro, svm.SVMSolution("nuc", svm.INFEASIBLE, reason="Frobenius SVM infeasible")
-    return fro, w_mm_masked(X, Z, alpha, mask, scfg, "nuc")
-
-
 def _mask(inst: Instances, r: int):
     return None if inst.mask is None else inst.mask[r].cpu().numpy()
 
 
-def solve_pairs(cfg: RunConfig, inst: Instances, alphas: dict[int, np.ndarray]) -> dict:
-    """``_solve_pair`` for every seed position r in ``alphas`` (r -> alpha (n,)), with the
-    nuclear SVMs of all feasible seeds solved in one batched call (solver.backend=IPM)."""
-    scfg = cfg.solver
+def solve_svms(cfg: RunConfig, inst: Instances, alphas: dict[int, np.ndarray]) -> dict:
+    """Every configured norm's SVM (attnsvm/norms.py) for every seed position r in ``alphas``
+    (r -> alpha (n,)): {r: {norm name: SVMSolution}}. Norms that batch (the nuclear interior
+    point) solve all seeds in one call; with a visibility mask (sequential attention) only
+    visible tokens are constrained."""
     X, Z = inst.X.cpu().double().numpy(), inst.Z.cpu().double().numpy()
-    if scfg.backend != Backend.IPM or inst.mask is not None:  # masked: per instance
-        return {r: _solve_pair(X[r], Z[r], a, scfg, _mask(inst, r)) for r, a in alphas.items()}
-    probs = {r: (X[r], Z[r], a) for r, a in alphas.items()}
-    fros = {r: svm.w_mm(*pr, scfg) for r, pr in probs.items()}
-    ok = [r for r in probs if fros[r].status != svm.INFEASIBLE]
-    solved = svm.w_mm_nuc_batch([probs[r] for r in ok], scfg, feasible=[True] * len(ok))
-    nucs = dict(zip(ok, solved, strict=True))
-    skipped = svm.SVMSolution("nuc", svm.INFEASIBLE, reason="Frobenius SVM infeasible")
-    return {r: (fros[r], nucs.get(r, skipped)) for r in probs}
+    rs = list(alphas)
+    masks = {r: _mask(inst, r) for r in rs}
+    problems = [masked_problem(X[r], Z[r], alphas[r], masks[r]) for r in rs]
+    solved = norms.solve_all(norms.make_norms(cfg.solver), problems, cfg.solver)
+    for r, sols in zip(rs, solved, strict=True):
+        for sol in sols.values():
+            unmask(sol, X[r], Z[r], alphas[r], masks[r])
+    return dict(zip(rs, solved, strict=True))
 
 
 def seed_status(finite: bool, solutions: dict[str, list[svm.SVMSolution]]) -> tuple[str, str]:
@@ -104,67 +95,65 @@ def seed_status(finite: bool, solutions: dict[str, list[svm.SVMSolution]]) -> tu
     return "ok", ""
 
 
-def opt_svm_columns(fro: svm.SVMSolution, nuc: svm.SVMSolution) -> dict:
+def opt_svm_columns(cfg: RunConfig, at_opt: dict[str, svm.SVMSolution]) -> dict:
     """The columns of the SVMs at alpha = opt: feasibility, ranks, statuses, norms."""
-    return {
-        "feasible": fro.status != svm.INFEASIBLE,
-        "rank_fro": fro.rank,
-        "rank_nuc": nuc.rank,
-        "svm_status_fro": fro.status,
-        "svm_status_nuc": nuc.status,
-        "norm_fro": float(np.linalg.norm(fro.W)) if fro.ok else None,
-        "norm_nuc": float(np.linalg.norm(nuc.W, "nuc")) if nuc.ok else None,
-    }
+    cols = {"feasible": at_opt["fro"].status != svm.INFEASIBLE}
+    named = [(norms.column(name), sol) for name, sol in at_opt.items()]
+    cols.update({f"rank_{c}": sol.rank for c, sol in named})
+    cols.update({f"svm_status_{c}": sol.status for c, sol in named})
+    values = {n.name: n.value for n in norms.make_norms(cfg.solver)}
+    cols.update({f"norm_{c}": values[sol.norm](sol.W) if sol.ok else None for c, sol in named})
+    return cols
 
 
-def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, pairs=None):
+def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms=None):
     """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``.
 
-    ``pairs`` = (opt pair, selected pair or None), solved in advance (``solve_pairs``)."""
-    scfg, mcfg = cfg.solver, cfg.metrics
-    X, Z, gamma = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z, inst.gamma))
+    ``svms`` = (SVMs at opt, SVMs at the selected tokens or None), solved in advance
+    (``solve_svms``); None: solved here."""
+    mcfg = cfg.metrics
+    gamma = inst.gamma[r].cpu().double().numpy()
     opt = inst.opt[r].cpu().numpy()
     Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
     finite = bool(np.isfinite(Ws).all() and torch.isfinite(traj.loss[:, r]).all())
     sel = traj.selected[-1, r].cpu().numpy()
     same = bool(np.array_equal(sel, opt))
-    if pairs is None:
-        mask = _mask(inst, r)
-        pairs = (
-            _solve_pair(X, Z, opt, scfg, mask),
-            None if same else _solve_pair(X, Z, sel, scfg, mask),
+    if svms is None:
+        svms = (
+            solve_svms(cfg, inst, {r: opt})[r],
+            None if same else solve_svms(cfg, inst, {r: sel})[r],
         )
-    fro_opt, nuc_opt = pairs[0]
-    fro_sel, nuc_sel = pairs[0] if same else pairs[1]
-    svm_seconds = sum(s.seconds for s in {id(s): s for p in pairs if p for s in p}.values())
+    at_opt = svms[0]
+    at_sel = at_opt if same else svms[1]
+    unique = {id(s): s for sols in svms if sols for s in sols.values()}
+    svm_seconds = sum(s.seconds for s in unique.values())
 
-    curves = {
-        "corr_fro": metrics.corr(Ws, fro_sel.W),
-        "corr_nuc": metrics.corr(Ws, nuc_sel.W),
-        "corr_fro_opt": metrics.corr(Ws, fro_opt.W),
-        "corr_nuc_opt": metrics.corr(Ws, nuc_opt.W),
-    }
-    local_opt = svm.is_locally_optimal(fro_sel, gamma, sel, scfg)
-    kq = cfg.parameterization.kind == Parameterization.kq
-    corr_alpha = curves["corr_nuc" if kq else "corr_fro"][-1]
+    columns = {norms.column(name): name for name in at_opt}
+    curves = {f"corr_{c}": metrics.corr(Ws, at_sel[name].W) for c, name in columns.items()}
+    curves.update(
+        {f"corr_{c}_opt": metrics.corr(Ws, at_opt[name].W) for c, name in columns.items()}
+    )
+    fro_sel = at_sel["fro"]
+    local_opt = svm.is_locally_optimal(fro_sel, gamma, sel, cfg.solver)
+    own = "nuc" if cfg.parameterization.kind == Parameterization.kq else "fro"
+    corr_alpha = curves[f"corr_{own}"][-1]
     smin = float(traj.softmax_min_max[-1, r])
     status, reason = seed_status(
-        finite, {"opt": [fro_opt, nuc_opt], "selected": [fro_sel, nuc_sel]}
+        finite, {"opt": list(at_opt.values()), "selected": list(at_sel.values())}
     )
     row = {
         "seed": inst.seeds[r],
         "status": status,
         "reason": reason,
-        **opt_svm_columns(fro_opt, nuc_opt),
-        "rank_fro_sel": fro_sel.rank,
-        "rank_nuc_sel": nuc_sel.rank,
+        **opt_svm_columns(cfg, at_opt),
+        **{f"rank_{c}_sel": at_sel[name].rank for c, name in columns.items()},
         **{k: float(v[-1]) for k, v in curves.items()},
         "softmax_max": float(traj.softmax_max[-1, r]),
         "softmax_min": smin,
         "saturated": smin >= 1 - mcfg.delta,
         "selected_is_opt": same,
         "locally_optimal": local_opt,
-        "n_support": int(svm.support_tokens(fro_sel, scfg).sum()) if fro_sel.ok else None,
+        "n_support": int(svm.support_tokens(fro_sel, cfg.solver).sum()) if fro_sel.ok else None,
         "conv_type": metrics.convergence_type(
             smin, corr_alpha, same, local_opt, mcfg.delta, mcfg.epsilon
         ),
@@ -189,26 +178,26 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, pair
     return row, pd.DataFrame(trajectory)
 
 
-def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int, pair=None) -> dict:
+def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int, at_opt=None) -> dict:
     """Without training: the SVMs at alpha = opt, their feasibility and ranks."""
-    X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
     opt = inst.opt[r].cpu().numpy()
-    fro, nuc = pair or _solve_pair(X, Z, opt, cfg.solver, _mask(inst, r))
-    status, reason = seed_status(True, {"opt": [fro, nuc]})
+    at_opt = at_opt or solve_svms(cfg, inst, {r: opt})[r]
+    status, reason = seed_status(True, {"opt": list(at_opt.values())})
+    seconds = sum(sol.seconds for sol in at_opt.values())
     return {
         "seed": inst.seeds[r],
         "status": status,
         "reason": reason,
-        **opt_svm_columns(fro, nuc),
+        **opt_svm_columns(cfg, at_opt),
         "opt": ",".join(map(str, opt)),
-        "svm_seconds": fro.seconds + nuc.seconds,
-        "seconds": fro.seconds + nuc.seconds,
+        "svm_seconds": seconds,
+        "seconds": seconds,
     }
 
 
-def path_tables(inst: Instances, traj: Trajectory, r: int, at_opt):
+def path_tables(inst: Instances, traj: Trajectory, r: int, at_opt: dict):
     """The 2-D path picture of seed ``r``: GD path W(k) z_i and SVM rays W^mm z_i, W^mm_* z_i
-    from ``at_opt`` = (Frobenius, nuclear) solutions at alpha = opt (``paths`` rows: seed, i,
+    from ``at_opt`` = {norm: solution} at alpha = opt (``paths`` rows: seed, i,
     kind, step, c0..c{d-1}), and the tokens (``tokens`` rows)."""
     X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
     opt = inst.opt[r].cpu().numpy()
@@ -220,8 +209,9 @@ def path_tables(inst: Instances, traj: Trajectory, r: int, at_opt):
         pd.DataFrame(wz[:, i], columns=coords).assign(i=i, kind="gd", step=traj.steps)
         for i in range(n)
     ]
-    for kind, sol in zip(("w_mm", "w_mm_nuc"), at_opt, strict=True):
-        if sol.ok:
+    for kind, name in (("w_mm", "fro"), ("w_mm_nuc", "nuc")):
+        sol = at_opt.get(name)
+        if sol is not None and sol.ok:
             ray = pd.DataFrame(Z @ sol.W.T, columns=coords)  # (n, d) rows W^mm z_i
             frames.append(ray.assign(i=range(n), kind=kind, step=-1))
     paths = pd.concat(frames, ignore_index=True).assign(seed=inst.seeds[r])
@@ -245,8 +235,8 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
     inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
     opt = inst.opt.cpu().numpy()
     if not cfg.train:
-        pairs = solve_pairs(cfg, inst, dict(enumerate(opt)))
-        return [analyse_svm_only(cfg, inst, r, pairs[r]) for r in range(len(seeds))], [], {}
+        at_opt = solve_svms(cfg, inst, dict(enumerate(opt)))
+        return [analyse_svm_only(cfg, inst, r, at_opt[r]) for r in range(len(seeds))], [], {}
     t0 = time.perf_counter()
     params, cone_info = None, None
     if cfg.parameterization.init == Init.cone:  # start near a local, non-global SVM direction
@@ -259,8 +249,8 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
     )  # fmt: skip
     train_seconds = (time.perf_counter() - t0) / len(seeds)
     sel = traj.selected[-1].cpu().numpy()
-    at_opt = solve_pairs(cfg, inst, dict(enumerate(opt)))
-    at_sel = solve_pairs(
+    at_opt = solve_svms(cfg, inst, dict(enumerate(opt)))
+    at_sel = solve_svms(
         cfg, inst, {r: sel[r] for r in range(len(seeds)) if not np.array_equal(sel[r], opt[r])}
     )
     rows, trajs, extra = [], [], {}

@@ -56,6 +56,7 @@ HASH_NEUTRAL_DEFAULTS = {
     "dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}},
     "head": {"kwargs": {}},
     "optimizer": {"kwargs": {}},
+    "solver": {"norms": ["fro", "nuc"]},
 }
 
 

@@ -71,7 +71,7 @@ def matrix_rank(W: np.ndarray, rtol: float) -> int:
     return int((sv > rtol * sv[0]).sum()) if sv.size and sv[0] > 0 else 0
 
 
-def _finish(sol: SVMSolution, X, Z, alpha, cfg: SolverConfig) -> SVMSolution:
+def check_solution(sol: SVMSolution, X, Z, alpha, cfg: SolverConfig) -> SVMSolution:
     """Check the constraints: a W violating them is infeasible (or inaccurate), not a direction."""
     sol.margins = margins_of(sol.W, X, Z, alpha)
     worst = float(sol.margins.min())
@@ -93,7 +93,7 @@ def w_mm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> 
     else:
         sol = _fro_nnls(X, Z, alpha)
     sol.seconds = time.perf_counter() - t0
-    return _finish(sol, X, Z, alpha, cfg) if sol.W is not None else sol
+    return check_solution(sol, X, Z, alpha, cfg) if sol.W is not None else sol
 
 
 def least_distance_dual(gram: np.ndarray) -> tuple[np.ndarray, float]:
@@ -142,7 +142,7 @@ def w_mm_nuc(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig)
     t0 = time.perf_counter()
     sol = _cvx_solve(X, Z, alpha, cfg, "nuc")
     sol.seconds = time.perf_counter() - t0
-    return _finish(sol, X, Z, alpha, cfg) if sol.W is not None else sol
+    return check_solution(sol, X, Z, alpha, cfg) if sol.W is not None else sol
 
 
 def w_mm_nuc_batch(
@@ -180,7 +180,7 @@ def w_mm_nuc_batch(
     for sol, (X, Z, alpha) in zip(sols, problems, strict=True):
         sol.seconds = seconds
         if sol.W is not None:
-            _finish(sol, X, Z, alpha, cfg)
+            check_solution(sol, X, Z, alpha, cfg)
     return sols
 
 

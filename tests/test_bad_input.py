@@ -24,6 +24,7 @@ BAD = [
     (["optimizer.checkpoint_every=0"], ["optimizer.checkpoint_every", "integers >= 1"]),
     (["optimizer.eps=-1e-3"], ["optimizer.eps", "floats >= 0"]),
     (["optimizer.kind=adam"], ["optimizer.kind", "ngd", "gd"]),
+    (["solver.norms=[fro,frob]"], ["solver.norms='frob'", "fro, nuc", "import path"]),
     (["parameterization=qk"], ["parameterization", "kq", "w"]),
     (["parameterization.m=0"], ["parameterization.m", "null or >= 1"]),
     (["parameterization.init=xavier"], ["parameterization.init", "torch", "zeros", "normal"]),
