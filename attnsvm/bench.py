@@ -367,60 +367,82 @@ def load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def main(argv: list[str] | None = None) -> str:
+@dataclass
+class _Results:
+    """Everything one bench run measured: what the report's tables and the results file show."""
+
+    train: dict  # bench_training_ratio
+    svm: dict  # bench_svm_ratio
+    naive_rank: float
+    throughput: dict  # training_throughput
+    multitoken_cpu: float
+    multitoken_target: int
+    large: dict  # large_svms
+    builds: dict  # build_throughput
+    rank: Timing
+    local: Timing
+    base_mem: float
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The bench's command line (``--help``)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller samples (about a minute)")
     ap.add_argument("--out", default="docs/benchmarks.md", help="markdown report ('' = none)")
     ap.add_argument(
         "--readme", default="", help="also rewrite this README's speed table from the results"
     )
-    args = ap.parse_args(argv)
-    torch.set_num_threads(1)
-    lines: list[str] = []
+    return ap.parse_args(argv)
 
-    def emit(s: str = "") -> None:
-        print(s, flush=True)
-        lines.append(s)
 
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    emit(f"Machine: {machine()}; {load()} at start; {stamp}")
-    emit(f"Mode: {'quick (samples scaled up)' if args.quick else 'published settings'}")
-    emit()
+def _measure(quick: bool, emit) -> _Results:
+    """Run every benchmark; the ratio table is emitted as soon as it is measured (progress)."""
     with threadpool_limits(limits=1):
-        tr = bench_training_ratio(args.quick)
-        sv = bench_svm_ratio(args.quick)
-        emit("## Ours vs naive (same process, interleaved, CPU seconds)")
-        emit()
-        emit("| what | naive | attnsvm | speed-up |")
-        emit("|---|---|---|---|")
-        for k, t in tr.items():
-            for e in ENGINES:
-                what = f"train one seed-run, 2000 steps, (6,8,10), {k}, {e.value} engine"
-                a, b = t["naive"], t[e]
-                emit(f"| {what} | {a:.3f} s | {b * 1e3:.2f} ms | {a / b:.0f}x |")
-        for shape, res in sv.items():
-            for norm, (a, b) in res.items():
-                what = f"one {norm} SVM at (n,T,d)={shape}"
-                emit(f"| {what} | {a * 1e3:.1f} ms | {b * 1e3:.2f} ms | {a / b:.0f}x |")
-        emit()
-        naive_rank = naive_rank_estimate(args.quick)
-        thr = training_throughput(args.quick)
-        mt_cpu, mt_target = multitoken_experiment(args.quick)
+        tr = bench_training_ratio(quick)
+        sv = bench_svm_ratio(quick)
+        _emit_ratios(emit, tr, sv)
+        naive_rank = naive_rank_estimate(quick)
+        thr = training_throughput(quick)
+        mt_cpu, mt_target = multitoken_experiment(quick)
         big = large_svms()
-    builds = build_throughput(args.quick)
-    rank = rank_experiment(args.quick)
-    local = local_experiment(args.quick)
+    builds = build_throughput(quick)
+    rank = rank_experiment(quick)
+    local = local_experiment(quick)
     base_mem = naive_training_memory()
+    return _Results(tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem)
+
+
+def _emit_ratios(emit, tr: dict, sv: dict) -> None:
+    """The table of ours vs the naive way, training and SVMs."""
+    emit("## Ours vs naive (same process, interleaved, CPU seconds)")
+    emit()
+    emit("| what | naive | attnsvm | speed-up |")
+    emit("|---|---|---|---|")
+    for k, t in tr.items():
+        for e in ENGINES:
+            what = f"train one seed-run, 2000 steps, (6,8,10), {k}, {e.value} engine"
+            a, b = t["naive"], t[e]
+            emit(f"| {what} | {a:.3f} s | {b * 1e3:.2f} ms | {a / b:.0f}x |")
+    for shape, res in sv.items():
+        for norm, (a, b) in res.items():
+            what = f"one {norm} SVM at (n,T,d)={shape}"
+            emit(f"| {what} | {a * 1e3:.1f} ms | {b * 1e3:.2f} ms | {a / b:.0f}x |")
+    emit()
+
+
+def _emit_experiments(emit, r: _Results, quick: bool) -> None:
+    """The table of whole experiments (time, memory, the naive estimate) and the idle worker."""
+    rank, local, tr = r.rank, r.local, r.train
     emit("## Whole experiments (2 worker processes, 1 thread each)")
     emit()
     emit("| experiment | target | wall | wall incl. start | CPU | peak RSS/worker | naive CPU |")
     emit("|---|---|---|---|---|---|---|")
-    rseeds = "20 seeds/point (quick)" if args.quick else "100 seeds/point"
-    lsteps = "500 steps (quick)" if args.quick else "2000 steps"
+    rseeds = "20 seeds/point (quick)" if quick else "100 seeds/point"
+    lsteps = "500 steps (quick)" if quick else "2000 steps"
     emit(
         f"| rank: 8000 SVMs, {rseeds} | <= 20 s | {rank.wall:.1f} s | {rank.outer:.1f} s "
         f"| {rank.cpu:.1f} s "
-        f"| {rank.peak_mib:.0f} MiB | {naive_rank:.0f} s |"
+        f"| {rank.peak_mib:.0f} MiB | {r.naive_rank:.0f} s |"
     )
     emit(
         f"| local: 100 seeds x (W, KQ), {lsteps}, 400 SVMs "
@@ -429,12 +451,17 @@ def main(argv: list[str] | None = None) -> str:
         f"{(tr['w']['naive'] + tr['kq']['naive']) * 100:.0f} s + SVMs |"
     )
     emit(
-        f"| multitoken: 500 accepted per d (measured at {mt_target} per d, scaled) | <= 5 min "
-        f"| {mt_cpu / 2:.0f} s on 2 cores | - | {mt_cpu:.0f} s | - | - |"
+        f"| multitoken: 500 accepted per d (measured at {r.multitoken_target} per d, scaled) "
+        f"| <= 5 min | {r.multitoken_cpu / 2:.0f} s on 2 cores | - | {r.multitoken_cpu:.0f} s "
+        "| - | - |"
     )
     emit()
-    emit(f"Idle worker after imports + 1 tiny run: {base_mem:.0f} MiB peak RSS.")
+    emit(f"Idle worker after imports + 1 tiny run: {r.base_mem:.0f} MiB peak RSS.")
     emit()
+
+
+def _emit_throughput(emit, thr: dict, builds: dict) -> None:
+    """The training throughput table, by batch, parameterization, engine and threads."""
     emit("## Training throughput at (6,8,10) (seed-runs of 2000 steps per second)")
     emit()
     emit("| seeds in batch | param | engine | threads | per wall s | per CPU s (per core) |")
@@ -446,6 +473,10 @@ def main(argv: list[str] | None = None) -> str:
         f"{desc}: W {r['w']:.0f}, (K,Q) {r['kq']:.0f}" for desc, r in builds.items()
     ))  # fmt: skip
     emit()
+
+
+def _emit_large_svms(emit, big: dict) -> None:
+    """The table of one large Frobenius and one large nuclear SVM."""
     emit("## Large SVMs (one instance, 1 thread)")
     emit()
     emit("| SVM | (n,T,d) | target | wall | CPU | status | rank |")
@@ -454,27 +485,52 @@ def main(argv: list[str] | None = None) -> str:
         target = "<= 1 s" if name == "fro" else "<= 5 s"
         emit(f"| {name} | {shape} | {target} | {t.wall:.2f} s | {t.cpu:.2f} s | {status} | {rk} |")
     emit()
-    emit(f"Finished with {load()}.")
-    text = "\n".join(lines) + "\n"
-    record = {
+
+
+def _record(r: _Results, stamp: str, quick: bool) -> dict:
+    """The results file (docs/benchmarks.json): what the README's speed table is rendered from."""
+    return {
         "machine": machine(),
         "date": stamp,
-        "quick": args.quick,
+        "quick": quick,
         "train_ms": {
             k: {e if isinstance(e, str) else e.value: v * 1e3 for e, v in t.items()}
-            for k, t in tr.items()
+            for k, t in r.train.items()
         },
-        "throughput_per_core": {k: thr[(1000, k, "fused", 1)][1] for k in ("w", "kq")},
-        "builds": builds,
+        "throughput_per_core": {k: r.throughput[(1000, k, "fused", 1)][1] for k in ("w", "kq")},
+        "builds": r.builds,
         "svm_ms": {
             str(shape): {norm: [a * 1e3, b * 1e3] for norm, (a, b) in res.items()}
-            for shape, res in sv.items()
+            for shape, res in r.svm.items()
         },
-        "rank": {"wall": rank.wall, "cpu": rank.cpu, "naive_cpu": naive_rank},
-        "local": {"wall": local.wall, "cpu": local.cpu},
-        "multitoken_cpu": mt_cpu,
-        "large_s": {name: t.wall for name, (_, t, _, _) in big.items()},
+        "rank": {"wall": r.rank.wall, "cpu": r.rank.cpu, "naive_cpu": r.naive_rank},
+        "local": {"wall": r.local.wall, "cpu": r.local.cpu},
+        "multitoken_cpu": r.multitoken_cpu,
+        "large_s": {name: t.wall for name, (_, t, _, _) in r.large.items()},
     }
+
+
+def main(argv: list[str] | None = None) -> str:
+    """Run the benchmarks, print the report, write it (--out) and the README table (--readme)."""
+    args = _parse_args(argv)
+    torch.set_num_threads(1)
+    lines: list[str] = []
+
+    def emit(s: str = "") -> None:
+        print(s, flush=True)
+        lines.append(s)
+
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    emit(f"Machine: {machine()}; {load()} at start; {stamp}")
+    emit(f"Mode: {'quick (samples scaled up)' if args.quick else 'published settings'}")
+    emit()
+    res = _measure(args.quick, emit)
+    _emit_experiments(emit, res, args.quick)
+    _emit_throughput(emit, res.throughput, res.builds)
+    _emit_large_svms(emit, res.large)
+    emit(f"Finished with {load()}.")
+    text = "\n".join(lines) + "\n"
+    record = _record(res, stamp, args.quick)
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -147,15 +147,8 @@ def _seed_first(a: np.ndarray, R: int) -> np.ndarray:
     return np.ascontiguousarray(np.moveaxis(a, 0, 1))
 
 
-def train_fused(
-    inst: Instances,
-    head,
-    pcfg: ParameterizationConfig,
-    ocfg: OptimizerConfig,
-    params: Params | None = None,
-    threads: int = 1,
-) -> Trajectory:
-    """``attnsvm.train.train`` for the linear or ReLU head, by the C kernel; same checkpoints."""
+def _kernel_for(inst: Instances, head) -> ctypes.CDLL:
+    """The kernel build, once it is clear that it can train this batch with this head."""
     lib = library()
     if lib is None:
         raise RuntimeError(f"engine=fused: {_load()[1]}")
@@ -165,16 +158,18 @@ def train_fused(
     X_dev = inst.X.device
     if inst.X.dtype != torch.float64 or X_dev.type != "cpu":
         raise ValueError(f"engine=fused needs float64 on the CPU, not {inst.X.dtype} on {X_dev}")
+    return lib
+
+
+def _inputs(inst: Instances, head, p: Params, kq: bool, groups: int, L: int):
+    """The kernel's inputs seed-last, in its argument order (X, Y, Z, token values, visible,
+    W, K, Q; the unused parameterization zeros), and r, the ReLU head's width (0: linear)."""
     R, n, T, d = inst.X.shape
-    L = lib.attnsvm_lanes()
-    groups = -(-R // L)
     pad = np.minimum(np.arange(groups * L), R - 1)  # the last group repeats the last seed
 
     def arr(t):
-        return _seed_last(t.detach().numpy()[pad], groups, L)  # float64 CPU, checked above
+        return _seed_last(t.detach().numpy()[pad], groups, L)  # float64 CPU, checked before
 
-    p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
-    kq = pcfg.kind == Parameterization.kq
     token_values, relu = head.fused_values()  # V^T x_it rows (ReLU head), or v^T x_it
     X, Y, Z = (arr(t) for t in (inst.X, inst.Y, inst.Z))
     values = arr(token_values)
@@ -187,27 +182,21 @@ def train_fused(
     else:
         W = arr(p.W)
         K = Q = np.zeros((groups, d, 1, L))
-    m = K.shape[2]
-    ckpts = np.asarray(checkpoint_steps(ocfg.steps, ocfg.checkpoint_every), dtype=np.int64)
-    C = len(ckpts)
-    rec_W = np.empty((groups, C, d, d, L))
-    rec = {k: np.empty((groups, C, L)) for k in ("loss", "gnorm", "smax", "sminmax")}
-    rec_sel = np.empty((groups, C, n, L), dtype=np.int64)
-    final_s = np.empty((groups, n, T, L))
-    if ocfg.kind not in (Optimizer.ngd, Optimizer.gd):
-        raise ValueError(f"engine=fused trains with ngd or gd, not optimizer.kind={ocfg.kind}")
-    ngd = ocfg.kind == Optimizer.ngd
+    return (X, Y, Z, values, visible, W, K, Q), r
 
-    def run_group(g: int) -> None:
-        ptrs = [a[g].ctypes.data for a in (X, Y, Z, values, visible, W, K, Q)]
-        outs = [a[g].ctypes.data for a in (rec_W, *rec.values(), rec_sel, final_s)]
-        status = lib.attnsvm_train_group(
-            n, T, d, m, r, *ptrs, int(kq), pcfg.penalty, int(ngd), ocfg.lr, ocfg.eps,
-            ocfg.steps, ckpts.ctypes.data, C, *outs,
-        )  # fmt: skip
-        if status != 0:
-            raise MemoryError("attnsvm._fused: no memory for the kernel's scratch arrays")
 
+def _records(groups: int, C: int, n: int, T: int, d: int, L: int) -> dict[str, np.ndarray]:
+    """The arrays the kernel writes its C checkpoints into, seed-last, in its argument order."""
+    return {
+        "W": np.empty((groups, C, d, d, L)),
+        **{k: np.empty((groups, C, L)) for k in ("loss", "gnorm", "smax", "sminmax")},
+        "sel": np.empty((groups, C, n, L), dtype=np.int64),
+        "final_s": np.empty((groups, n, T, L)),
+    }
+
+
+def _for_each_group(run_group, groups: int, threads: int) -> None:
+    """``run_group`` on every group, on ``threads`` threads (the kernel releases the GIL)."""
     if threads > 1 and groups > 1:
         with ThreadPoolExecutor(max_workers=threads) as pool:
             list(pool.map(run_group, range(groups)))
@@ -215,16 +204,58 @@ def train_fused(
         for g in range(groups):
             run_group(g)
 
+
+def _trajectory(steps: np.ndarray, rec: dict[str, np.ndarray], R: int) -> Trajectory:
+    """The kernel's records seed-first again, as the ``Trajectory`` the torch engine returns."""
+
     def back(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(_seed_first(a, R))
 
     return Trajectory(
-        steps=ckpts.tolist(),
-        W=back(rec_W),
+        steps=steps.tolist(),
+        W=back(rec["W"]),
         loss=back(rec["loss"]),
         grad_norm=back(rec["gnorm"]),
         softmax_max=back(rec["smax"]),
         softmax_min_max=back(rec["sminmax"]),
-        selected=back(rec_sel),
-        final_softmax=back(final_s[:, None])[0],  # as a single checkpoint
+        selected=back(rec["sel"]),
+        final_softmax=back(rec["final_s"][:, None])[0],  # as a single checkpoint
     )
+
+
+def train_fused(
+    inst: Instances,
+    head,
+    pcfg: ParameterizationConfig,
+    ocfg: OptimizerConfig,
+    params: Params | None = None,
+    threads: int = 1,
+) -> Trajectory:
+    """``attnsvm.train.train`` for the linear or ReLU head, by the C kernel; same checkpoints."""
+    lib = _kernel_for(inst, head)
+    R, n, T, d = inst.X.shape
+    L = lib.attnsvm_lanes()
+    groups = -(-R // L)
+    p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
+    kq = pcfg.kind == Parameterization.kq
+    ins, r = _inputs(inst, head, p, kq, groups, L)
+    m = ins[6].shape[2]  # K is (groups, d, m, L); m = 1 for W
+    ckpts = np.asarray(checkpoint_steps(ocfg.steps, ocfg.checkpoint_every), dtype=np.int64)
+    C = len(ckpts)
+    rec = _records(groups, C, n, T, d, L)
+    if ocfg.kind not in (Optimizer.ngd, Optimizer.gd):
+        raise ValueError(f"engine=fused trains with ngd or gd, not optimizer.kind={ocfg.kind}")
+    ngd = ocfg.kind == Optimizer.ngd
+
+    def run_group(g: int) -> None:
+        ptrs = [a[g].ctypes.data for a in ins]
+        outs = [a[g].ctypes.data for a in rec.values()]
+        status = lib.attnsvm_train_group(
+            n, T, d, m, r, *ptrs, int(kq), pcfg.penalty, int(ngd), ocfg.lr, ocfg.eps,
+            ocfg.steps, ckpts.ctypes.data, C, *outs,
+        )  # fmt: skip
+        if status != 0:
+            raise MemoryError("attnsvm._fused: no memory for the kernel's scratch arrays")
+
+    _for_each_group(run_group, groups, threads)
+    return _trajectory(ckpts, rec, R)

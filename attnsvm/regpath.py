@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -148,6 +149,134 @@ def _svm_start(svms: list, kq: bool, like: torch.Tensor, noise: float, seeds: li
     return Params(K=U * root, Q=Vh.transpose(-1, -2) * root)
 
 
+def _svms(inst, cfg: RunConfig) -> list[tuple]:
+    """(W^mm, W^mm_*) of each instance: the directions the path is compared with and started
+    along (the nuclear one is solved only where the Frobenius one is feasible)."""
+    svms = []
+    for r in range(inst.R):
+        X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
+        opt = inst.opt[r].cpu().numpy()
+        mask = None if inst.mask is None else inst.mask[r].cpu().numpy()
+        fro = w_mm_masked(X, Z, opt, mask, cfg.solver, "fro")
+        nuc = w_mm_masked(X, Z, opt, mask, cfg.solver, "nuc") if fro.ok else fro
+        svms.append((fro, nuc))
+    return svms
+
+
+def _chains(inst, head, cfg: RunConfig, svms: list[tuple], kq: bool) -> dict[str, tuple]:
+    """Both chains (``path``'s tuples): ``init``, warm-started, and ``svm``, started at each R
+    along the perturbed SVM of the parameterization, since one local solver can get stuck."""
+    chains = {"init": path(inst, head, cfg)}
+    sols = [nu if kq else fr for fr, nu in svms]
+    noise = cfg.regpath.svm_start_noise
+    start = functools.partial(_svm_start, sols, kq, inst.X, noise, inst.seeds)
+    chains["svm"] = path(inst, head, cfg, start)
+    return chains
+
+
+def _best_chain(chains: dict[str, tuple]) -> dict[str, torch.Tensor]:
+    """W̄_R and what goes with it, from the chain of lower loss at each R (``choose_chain``)."""
+    svm, init = chains["svm"], chains["init"]
+    use_svm = choose_chain(svm[1], init[1])  # (P, R_seeds)
+    return {
+        "use_svm": use_svm,
+        "W": torch.where(use_svm[..., None, None], svm[0], init[0]),
+        "loss": torch.where(use_svm, svm[1], init[1]),
+        "smax": torch.where(use_svm, svm[2], init[2]),
+        "sel": torch.where(use_svm[..., None], svm[3], init[3]),
+        "used": torch.where(use_svm, svm[4], init[4]),
+    }
+
+
+class _Curves(NamedTuple):
+    """One seed along the grid: what both of its tables (runs row, trajectory) are made of."""
+
+    corr_fro: np.ndarray  # corr(W̄_R, W^mm)
+    corr_nuc: np.ndarray  # corr(W̄_R, W^mm_*)
+    corr_fro_init: np.ndarray  # the same for the init chain alone
+    corr_nuc_init: np.ndarray
+    main: np.ndarray  # corr with the SVM matching the parameterization
+    main_init: np.ndarray
+    norms: np.ndarray  # ||W̄_R||
+    frozen: np.ndarray  # no step taken at that R (see ``path``)
+    end: int  # the largest R not frozen (r_end), or the last R if all are
+
+
+def _curves(r: int, fro, nuc, W_init: torch.Tensor, best: dict, kq: bool) -> _Curves:
+    """Seed ``r``'s correlations, norms and frozen radii along the grid, from both chains."""
+    W = best["W"][:, r].cpu().double().numpy()
+    W_init = W_init[:, r].cpu().double().numpy()
+    cf, cn = metrics.corr(W, fro.W), metrics.corr(W, nuc.W)
+    cfi, cni = metrics.corr(W_init, fro.W), metrics.corr(W_init, nuc.W)
+    main, main_init = (cn, cni) if kq else (cf, cfi)
+    norms = np.linalg.norm(W, axis=(-2, -1))
+    frozen = best["used"][:, r].cpu().numpy() < 1 - 1e-6
+    e = int(np.nonzero(~frozen)[0][-1]) if (~frozen).any() else len(frozen) - 1
+    return _Curves(cf, cn, cfi, cni, main, main_init, norms, frozen, e)
+
+
+def _run_row(seed: int, r: int, svms: tuple, opt: np.ndarray, c: _Curves, chains, best, grid):
+    """Seed ``r``'s row of the runs table: the path at r_end, where the theory is tested."""
+    (fro, nuc), e = svms, c.end
+    sel_e = best["sel"][e, r].cpu().numpy()
+    return {
+        "seed": seed,
+        "status": "ok" if fro.ok and nuc.ok else fro.status,
+        "reason": fro.reason,
+        "feasible": fro.ok,
+        "corr_fro": float(c.corr_fro[e]),
+        "corr_nuc": float(c.corr_nuc[e]),
+        "corr": float(c.main[e]),
+        "corr_init": float(c.main_init[e]),
+        "best_chain": "svm" if bool(best["use_svm"][e, r]) else "init",
+        "loss_gap_init": float(chains["init"][1][e, r] - best["loss"][e, r]),
+        "selected_is_opt": bool(np.array_equal(sel_e, opt)),
+        "r_max": float(grid[-1]),
+        "r_end": float(grid[e]),
+        "w_norm": float(c.norms[e]),
+        "loss": float(best["loss"][e, r]),
+        "softmax_max": float(best["smax"][e, r]),
+        "selected": ",".join(map(str, sel_e.reshape(-1))),
+        "opt": ",".join(map(str, opt.reshape(-1))),
+    }
+
+
+def _trajectory(seed: int, r: int, c: _Curves, chains, best, grid) -> pd.DataFrame:
+    """Seed ``r``'s rows of the trajectory table: the path at every R of the grid."""
+    return pd.DataFrame(
+        {
+            "seed": seed,
+            "step": np.arange(len(grid)),
+            "R": grid,
+            "corr_fro": c.corr_fro,
+            "corr_nuc": c.corr_nuc,
+            "corr_fro_init": c.corr_fro_init,
+            "corr_nuc_init": c.corr_nuc_init,
+            "best_chain": np.where(best["use_svm"][:, r].cpu().numpy(), "svm", "init"),
+            "w_norm": c.norms,
+            "frozen": c.frozen,
+            "loss": best["loss"][:, r].cpu().numpy(),
+            "loss_init": chains["init"][1][:, r].cpu().numpy(),
+            "softmax_max": best["smax"][:, r].cpu().numpy(),
+        }
+    )
+
+
+def _batch_tables(inst, cfg: RunConfig, grid: np.ndarray, kq: bool):
+    """The runs rows and trajectory frames of one batch of seeds (solved together)."""
+    svms = _svms(inst, cfg)
+    head = make_head(cfg.head, inst)
+    chains = _chains(inst, head, cfg, svms, kq)
+    best = _best_chain(chains)
+    rows, trajs = [], []
+    for r, seed in enumerate(inst.seeds):
+        opt = inst.opt[r].cpu().numpy()
+        c = _curves(r, *svms[r], chains["init"][0], best, kq)
+        rows.append(_run_row(seed, r, svms[r], opt, c, chains, best, grid))
+        trajs.append(_trajectory(seed, r, c, chains, best, grid))
+    return rows, trajs
+
+
 def run_job(cfg: RunConfig, progress=None):
     """Regularization paths of ``seeds`` seeds, compared with W^mm and W^mm_* at alpha = opt.
 
@@ -158,8 +287,6 @@ def run_job(cfg: RunConfig, progress=None):
     kept as W̄_R (``best_chain``). The ``*_init`` columns are the first chain alone, so a user
     sees what a single local solver gives.
     """
-    from attnsvm.pipeline import JobResult, config_columns
-
     t0 = time.perf_counter()
     dtype = getattr(torch, cfg.dtype.value)
     seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)
@@ -170,83 +297,21 @@ def run_job(cfg: RunConfig, progress=None):
         inst = make_instances(
             cfg.dataset, seeds[start : start + cfg.batch_size], dtype, cfg.device.value
         )
-        svms = []
-        for r in range(inst.R):
-            X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
-            opt = inst.opt[r].cpu().numpy()
-            mask = None if inst.mask is None else inst.mask[r].cpu().numpy()
-            fro = w_mm_masked(X, Z, opt, mask, cfg.solver, "fro")
-            nuc = w_mm_masked(X, Z, opt, mask, cfg.solver, "nuc") if fro.ok else fro
-            svms.append((fro, nuc))
-        head = make_head(cfg.head, inst)
-        chains = {"init": path(inst, head, cfg)}
-        sols = [nu if kq else fr for fr, nu in svms]
-        noise = cfg.regpath.svm_start_noise
-        start = functools.partial(_svm_start, sols, kq, inst.X, noise, inst.seeds)
-        chains["svm"] = path(inst, head, cfg, start)
-        use_svm = choose_chain(chains["svm"][1], chains["init"][1])  # (P, R_seeds)
-        Ws = torch.where(use_svm[..., None, None], chains["svm"][0], chains["init"][0])
-        losses = torch.where(use_svm, chains["svm"][1], chains["init"][1])
-        smax = torch.where(use_svm, chains["svm"][2], chains["init"][2])
-        sel = torch.where(use_svm[..., None], chains["svm"][3], chains["init"][3])
-        used = torch.where(use_svm, chains["svm"][4], chains["init"][4])
-        for r, seed in enumerate(inst.seeds):
-            (fro, nuc), opt = svms[r], inst.opt[r].cpu().numpy()
-            W = Ws[:, r].cpu().double().numpy()
-            W_init = chains["init"][0][:, r].cpu().double().numpy()
-            cf, cn = metrics.corr(W, fro.W), metrics.corr(W, nuc.W)
-            cfi, cni = metrics.corr(W_init, fro.W), metrics.corr(W_init, nuc.W)
-            main, main_init = (cn, cni) if kq else (cf, cfi)
-            norms = np.linalg.norm(W, axis=(-2, -1))
-            frozen = used[:, r].cpu().numpy() < 1 - 1e-6
-            e = int(np.nonzero(~frozen)[0][-1]) if (~frozen).any() else len(grid) - 1
-            sel_e = sel[e, r].cpu().numpy()
-            rows.append(
-                {
-                    "seed": seed,
-                    "status": "ok" if fro.ok and nuc.ok else fro.status,
-                    "reason": fro.reason,
-                    "feasible": fro.ok,
-                    "corr_fro": float(cf[e]),
-                    "corr_nuc": float(cn[e]),
-                    "corr": float(main[e]),
-                    "corr_init": float(main_init[e]),
-                    "best_chain": "svm" if bool(use_svm[e, r]) else "init",
-                    "loss_gap_init": float(chains["init"][1][e, r] - losses[e, r]),
-                    "selected_is_opt": bool(np.array_equal(sel_e, opt)),
-                    "r_max": float(grid[-1]),
-                    "r_end": float(grid[e]),
-                    "w_norm": float(norms[e]),
-                    "loss": float(losses[e, r]),
-                    "softmax_max": float(smax[e, r]),
-                    "selected": ",".join(map(str, sel_e.reshape(-1))),
-                    "opt": ",".join(map(str, opt.reshape(-1))),
-                }
-            )
-            trajs.append(
-                pd.DataFrame(
-                    {
-                        "seed": seed,
-                        "step": np.arange(len(grid)),
-                        "R": grid,
-                        "corr_fro": cf,
-                        "corr_nuc": cn,
-                        "corr_fro_init": cfi,
-                        "corr_nuc_init": cni,
-                        "best_chain": np.where(use_svm[:, r].cpu().numpy(), "svm", "init"),
-                        "w_norm": norms,
-                        "frozen": frozen,
-                        "loss": losses[:, r].cpu().numpy(),
-                        "loss_init": chains["init"][1][:, r].cpu().numpy(),
-                        "softmax_max": smax[:, r].cpu().numpy(),
-                    }
-                )
-            )
+        batch_rows, batch_trajs = _batch_tables(inst, cfg, grid, kq)
+        rows += batch_rows
+        trajs += batch_trajs
         if progress is not None:
             progress(len(rows), len(seeds))
+    return _job_result(cfg, rows, trajs, len(seeds), t0)
+
+
+def _job_result(cfg: RunConfig, rows: list[dict], trajs: list, n_seeds: int, t0: float):
+    """The JobResult of the rows, with the config's columns and the time per seed."""
+    from attnsvm.pipeline import JobResult, config_columns
+
     chash = config_hash(cfg)
     cols = {**config_columns(cfg), "config_hash": chash}
-    runs = pd.DataFrame(rows).assign(**cols, seconds=(time.perf_counter() - t0) / len(seeds))
+    runs = pd.DataFrame(rows).assign(**cols, seconds=(time.perf_counter() - t0) / n_seeds)
     trajectory = pd.concat(trajs, ignore_index=True).assign(
         **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
