@@ -158,6 +158,7 @@ EXAMPLES = {
     "mylab.my_experiment": "experiment_example",
     "mylab.heads.make": "head_example.make",
     "mylab.optim.make": "optim_example.make",
+    "mylab.norms.make": "norm_example.make",
     "my_tokens.npz": str(REPO / "tests" / "data" / "tiny.npz"),
 }
 DOCUMENTED_INVALID = {"dataset.T=8,1"}  # the docs' own example of an invalid sweep point
