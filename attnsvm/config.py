@@ -32,6 +32,34 @@ class Generator(str, Enum):
     orthonormal = "orthonormal"  # orthonormal tokens, Y = +1 (the lambda-head experiment)
     file = "file"  # your instances from an .npz (dataset.path; attnsvm/userdata.py)
     callable = "callable"  # your generator function (dataset.target, dataset.kwargs)
+    nexttoken = "nexttoken"  # next-token prediction: vocabulary, sequences of ids, labels
+
+
+class Embedding(str, Enum):
+    """Vocabulary embeddings of dataset=nexttoken (FOLLOWUPS.md §2)."""
+
+    random = "random"  # Gaussian rows, normalized (published)
+    orthonormal = "orthonormal"  # K <= d orthonormal rows
+    equicorr = "equicorr"  # unit rows with pairwise correlation dataset.rho (K + 1 <= d)
+
+
+class Draws(str, Enum):
+    per_seed = "per_seed"  # seed s: its own generator seeded s (batch-invariant)
+    published = "published"  # the notebooks' global generator seeded once with 1
+
+
+# "global" is a keyword, so the enum is built from a mapping (as Head); the global notebook
+# draws two nn.Linear inits per instance (W(0), the finite part's), the local one a third
+Notebook = Enum("Notebook", {"global": "global", "local": "local"}, type=str)
+Notebook.__doc__ = "Published notebook whose draw stream dataset.draws=published follows."
+
+
+class Graphs(str, Enum):
+    """Which drawn instances dataset=nexttoken keeps; the others are redrawn."""
+
+    cyclic = "cyclic"  # some token-priority graph has a cycle (published)
+    acyclic = "acyclic"  # no graph has a cycle (no equalities, no finite part)
+    any = "any"  # keep every draw
 
 
 class Attention(str, Enum):
@@ -79,6 +107,7 @@ class Experiment(str, Enum):
     gd = "gd"  # GD vs the attention SVMs (the default pipeline)
     multitoken = "multitoken"  # multi-token SVM-equivalence of nonlinear heads (PAPER.md §3)
     regpath = "regpath"  # regularization path: min loss s.t. ||W|| <= R on a grid of R
+    nexttoken = "nexttoken"  # next-token prediction: token-priority graphs, graph-SVM
 
 
 class Device(str, Enum):
@@ -161,9 +190,19 @@ class DatasetConfig:
     sha256: str | None = None  # dataset=file: the file's digest (filled in; set it to pin)
     target: str | None = None  # dataset=callable: "module.function"
     kwargs: dict[str, Any] = field(default_factory=dict)  # dataset=callable: its arguments
+    K: int | None = None  # dataset=nexttoken: vocabulary size
+    embedding: Embedding = Embedding.random  # dataset=nexttoken: vocabulary embeddings
+    rho: float = 0.5  # dataset=nexttoken, embedding=equicorr: pairwise correlation
+    draws: Draws = Draws.per_seed  # dataset=nexttoken: per-seed generators or the published one
+    notebook: Notebook = Notebook["global"]  # dataset=nexttoken, draws=published: whose stream
+    graphs: Graphs = Graphs.cyclic  # dataset=nexttoken: instances kept (the others redrawn)
+    ids: list[list[int]] | None = None  # dataset=nexttoken: your sequences (n, T), or drawn
+    labels: list[int] | None = None  # dataset=nexttoken: your labels (n,), with dataset.ids
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "dataset")
+        if self.generator == Generator.nexttoken:
+            self._check_nexttoken()
         if self.generator == Generator.file:
             self._take_shape_from_file()
         if self.generator == Generator.callable:
@@ -199,6 +238,57 @@ class DatasetConfig:
                 f"dataset.generator=orthonormal needs dataset.T <= dataset.d (T orthonormal "
                 f"tokens in R^d); {shape}: raise dataset.d or lower dataset.T"
             )
+
+    def _check_nexttoken(self) -> None:
+        """Vocabulary, sequence length and your own sequences checked against each other."""
+        K, T, d = self.K, self.T, self.d
+        _require(K is not None and K >= 2, "dataset.K", "integers >= 2 (a vocabulary)", K)
+        if T is not None and T > K:
+            raise ConfigError(
+                f"dataset.T={T} > dataset.K={K}: a sequence holds T distinct ids, drawn without "
+                f"replacement from the vocabulary; set dataset.T <= {K} or raise dataset.K"
+            )
+        need = {Embedding.orthonormal: K, Embedding.equicorr: K + 1}.get(self.embedding, 0)
+        if d is not None and d < need:
+            raise ConfigError(
+                f"dataset.embedding={self.embedding.value} needs dataset.d >= {need} "
+                f"(orthonormal directions in R^d); got dataset.d={d}, dataset.K={K}"
+            )
+        _require(0 <= self.rho < 1, "dataset.rho", "floats in [0, 1)", self.rho)
+        if (self.ids is None) != (self.labels is None):
+            raise ConfigError("dataset.ids and dataset.labels go together: set both or neither")
+        if self.ids is not None:
+            self._check_sequences()
+
+    def _check_sequences(self) -> None:
+        n, T, K = self.n, self.T, self.K
+        ids, labels = [list(r) for r in self.ids], list(self.labels)
+        shape = f"{len(ids)} sequences of lengths {sorted({len(r) for r in ids})}"
+        _require(
+            len(ids) == n and all(len(r) == T for r in ids),
+            "dataset.ids",
+            f"dataset.n={n} lists of dataset.T={T} ids ({shape})",
+            self.ids,
+        )
+        _require(len(labels) == n, "dataset.labels", f"a list of dataset.n={n} ids", labels)
+        flat = [j for r in ids for j in r]
+        _require(all(0 <= j < K for j in flat), "dataset.ids", f"ids in [0, {K})", self.ids)
+        _require(
+            all(len(set(r)) == T for r in ids), "dataset.ids", "distinct ids per sequence", ids
+        )
+        bad = [y for y in labels if not 0 <= y < K]
+        if bad:
+            raise ConfigError(
+                f"dataset.labels={labels} is invalid: labels {bad} lie outside the vocabulary; "
+                f"accepted values are ids in [0, dataset.K={K})"
+            )
+        outside = [i for i, (y, r) in enumerate(zip(labels, ids, strict=True)) if y not in r]
+        _require(
+            not outside,
+            "dataset.labels",
+            f"each label an id of its sequence (sequences {outside} lack theirs)",
+            labels,
+        )
 
     def _take_shape_from_file(self) -> None:
         """n, T, d from the file (null) or checked against it; sha256 filled in or checked."""
@@ -362,6 +452,29 @@ class RegpathConfig:
         )
 
 
+class Loss(str, Enum):
+    nll = "nll"  # -log(attention mass on the label's id) (global notebook)
+    lsq2 = "lsq2"  # (1 - softmax_k(e_k^T X^T s)_y)^2, a vocabulary classifier (local notebook)
+
+
+@dataclass
+class NexttokenConfig:
+    """Next-token prediction (FOLLOWUPS.md §2): loss, local selection, which SVMs are solved."""
+
+    loss: Loss = Loss.nll
+    local_threshold: float = 0.01  # selected ids C_i = {k : attention mass on k > threshold}
+    nuclear: bool | None = None  # solve the nuclear graph-SVMs; null: with parameterization=kq
+
+    def __post_init__(self) -> None:
+        _coerce_enums(self, "nexttoken")
+        _require(
+            0 < self.local_threshold < 1,
+            "nexttoken.local_threshold",
+            "floats in (0, 1)",
+            self.local_threshold,
+        )
+
+
 @dataclass
 class MetricsConfig:
     delta: float = 1e-3  # saturated if every max softmax prob >= 1 - delta
@@ -384,6 +497,7 @@ class RunConfig:
     experiment: str = Experiment.gd.value  # a built-in (Experiment) or your module's path
     multitoken: MultitokenConfig = field(default_factory=MultitokenConfig)
     regpath: RegpathConfig = field(default_factory=RegpathConfig)
+    nexttoken: NexttokenConfig = field(default_factory=NexttokenConfig)
     train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
     seeds: int = 8  # how many seeds: seed, seed + 1, ..., seed + seeds - 1
     seed: int = 0
@@ -422,12 +536,35 @@ class RunConfig:
                 f"matrix V; a file or callable may give V); got dataset.generator="
                 f"{self.dataset.generator.value}: set dataset=relu, or choose head=linear"
             )
+        self._check_nexttoken_pairing()
         if self.device == Device.cuda:
             import torch
 
             _require(torch.cuda.is_available(), "device", "cpu (no CUDA device here)", "cuda")
         if self.engine == Engine.fused:  # only a pinned engine can be refused; auto never is
             self.train_engine  # noqa: B018  raises if engine=fused cannot run here
+
+    def _check_nexttoken_pairing(self) -> None:
+        """experiment=nexttoken and dataset=nexttoken only make sense together."""
+        exp = self.experiment == Experiment.nexttoken
+        data = self.dataset.generator == Generator.nexttoken
+        if exp and not data:
+            raise ConfigError(
+                f"experiment=nexttoken needs dataset=nexttoken (a vocabulary, sequences of ids "
+                f"and labels); got dataset.generator={self.dataset.generator.value}"
+            )
+        if data and not exp:
+            raise ConfigError(
+                f"dataset=nexttoken is read by experiment=nexttoken only; got experiment="
+                f"{plain_value(self.experiment)}: set experiment=nexttoken"
+            )
+        if exp and self.parameterization.init not in (Init.torch, Init.zeros):
+            raise ConfigError(
+                f"parameterization.init={self.parameterization.init.value} is invalid for "
+                f"experiment=nexttoken: accepted values are torch, zeros"
+            )
+        if exp and self.device != Device.cpu:
+            raise ConfigError("experiment=nexttoken runs on the cpu: accepted values are cpu")
 
     @property
     def train_engine(self) -> Engine | None:
@@ -448,6 +585,11 @@ class RunConfig:
     @property
     def seed_list(self) -> list[int]:
         return list(range(self.seed, self.seed + self.seeds))
+
+
+def plain_value(value) -> str:
+    """An enum's value or a plain string."""
+    return getattr(value, "value", value)
 
 
 def to_run_config(cfg: DictConfig) -> RunConfig:
@@ -503,5 +645,6 @@ def register_configs() -> None:
         ("metrics", MetricsConfig),
         ("multitoken", MultitokenConfig),
         ("regpath", RegpathConfig),
+        ("nexttoken", NexttokenConfig),
     ]:
         cs.store(group=group, name=f"base_{group}", node=node)

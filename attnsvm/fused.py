@@ -116,6 +116,8 @@ def resolve_engine(
     why = []
     if experiment == Experiment.regpath:
         why.append("experiment=regpath (its projected GD runs in torch)")
+    if experiment == Experiment.nexttoken:
+        why.append("experiment=nexttoken (its losses train in torch)")
     if device != Device.cpu:
         why.append(f"device={device.value} (it needs cpu)")
     if dtype != DType.float64:

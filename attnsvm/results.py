@@ -53,11 +53,27 @@ def flatten(d: dict, prefix: str = "") -> dict:
 # Keys added after results were first written: at these defaults they change no number, so
 # they stay out of the hash and earlier sweeps keep their identities (resume, skip).
 HASH_NEUTRAL_DEFAULTS = {
-    "dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}},
+    "dataset": {
+        "path": None,
+        "sha256": None,
+        "target": None,
+        "kwargs": {},
+        "K": None,
+        "embedding": "random",
+        "rho": 0.5,
+        "draws": "per_seed",
+        "notebook": "global",
+        "graphs": "cyclic",
+        "ids": None,
+        "labels": None,
+    },
     "head": {"kwargs": {}},
     "optimizer": {"kwargs": {}},
     "solver": {"norms": ["fro", "nuc"]},
 }
+
+# Config groups added later: at their defaults the whole group stays out of the hash.
+HASH_NEUTRAL_GROUPS = ("nexttoken",)
 
 
 def config_hash(cfg) -> str:
@@ -72,6 +88,9 @@ def config_hash(cfg) -> str:
         for k, default in defaults.items():
             if group in d and d[group].get(k, default) == default:
                 d[group].pop(k, None)
+    for group in HASH_NEUTRAL_GROUPS:
+        if group in d and d[group] == plain(type(getattr(cfg, group))()):
+            d.pop(group)
     if "engine" in d:
         d["engine"] = plain(cfg.train_engine)
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
