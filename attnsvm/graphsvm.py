@@ -86,6 +86,12 @@ def constraint_rows(E: np.ndarray, ids: np.ndarray, src: np.ndarray, scc: np.nda
     return rows[same], rows[~same]
 
 
+def _row_basis(rows: np.ndarray) -> np.ndarray:
+    """Orthonormal basis of the row space (no redundant equalities for the solvers)."""
+    _, sv, vt = np.linalg.svd(rows, full_matrices=False)
+    return vt[sv > 1e-12 * sv[0]]
+
+
 def graph_svm_fro(E, ids, src, scc, feas_tol: float = 1e-6) -> GraphSVM:
     """Frobenius graph-SVM, exact: null-space projection, then least-distance NNLS."""
     d = E.shape[1]
@@ -94,8 +100,7 @@ def graph_svm_fro(E, ids, src, scc, feas_tol: float = 1e-6) -> GraphSVM:
         return GraphSVM(np.zeros((d, d)), ZERO, "every edge inside an SCC")
     A = ineq
     if len(eq):
-        _, sv, vt = np.linalg.svd(eq, full_matrices=False)
-        basis = vt[sv > 1e-12 * sv[0]]  # row space of the equalities
+        basis = _row_basis(eq)
         A = A - (A @ basis.T) @ basis
     u, slack = svm.least_distance_dual(A @ A.T)
     if slack <= 1e-12:
@@ -114,7 +119,8 @@ def graph_svm_nuc(E, ids, src, scc, cfg: SolverConfig) -> GraphSVM:
         return GraphSVM(np.zeros((d, d)), ZERO, "every edge inside an SCC")
     W = cp.Variable((d, d))
     w = cp.vec(W, order="C")
-    cons = [ineq @ w >= 1] + ([eq @ w == 0] if len(eq) else [])
+    ineq = np.unique(ineq.round(15), axis=0)  # repeated edges: one constraint each
+    cons = [ineq @ w >= 1] + ([_row_basis(eq) @ w == 0] if len(eq) else [])
     status, reason = cvx.solve(cp.Problem(cp.Minimize(cp.normNuc(W)), cons), cfg)
     if status in (cvx.OPTIMAL, cvx.INACCURATE):
         Wv = np.asarray(W.value)
