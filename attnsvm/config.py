@@ -201,8 +201,6 @@ class DatasetConfig:
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "dataset")
-        if self.generator == Generator.nexttoken:
-            self._check_nexttoken()
         if self.generator == Generator.file:
             self._take_shape_from_file()
         if self.generator == Generator.callable:
@@ -212,6 +210,8 @@ class DatasetConfig:
             _require(
                 value is not None and value >= low, f"dataset.{key}", f"integers >= {low}", value
             )
+        if self.generator == Generator.nexttoken:
+            self._check_nexttoken()
         _require(
             -self.T <= self.query_index < self.T,
             "dataset.query_index",

@@ -11,6 +11,9 @@ from hydra import compose, initialize_config_dir
 from attnsvm.config import check_override_keys, register_configs, to_run_config
 from cli_helpers import REPO, SMALL, run_cli
 
+NT = ["experiment=nexttoken", "dataset=nexttoken"]
+SEQ = ["dataset.n=2", "dataset.T=2", "dataset.ids=[[0,1],[1,2]]"]  # your own sequences
+
 # (overrides, what the message must contain: the key and (some of) the accepted values)
 BAD = [
     (["dataset.d=0"], ["dataset.d", "integers >= 1"]),
@@ -59,6 +62,31 @@ BAD = [
     (["dataset=paths", "dataset.d=3"], ["dataset.generator=paths", "dataset.d=2", "d=3"]),
     (["dataset=paths", "dataset.n=6"], ["dataset.generator=paths", "dataset.n=2", "n=6"]),
     (["dataset=orthonormal", "dataset.T=7"], ["dataset.T <= dataset.d", "T=7", "d=6"]),
+    # next-token prediction (experiment=nexttoken, dataset=nexttoken)
+    (NT + ["dataset.K=1", "dataset.T=1"], ["dataset.T", "integers >= 2"]),
+    (NT + ["dataset.K=1"], ["dataset.K", "integers >= 2"]),
+    (NT + ["dataset.T=7"], ["dataset.T=7 > dataset.K=6", "without replacement", "T <= 6"]),
+    (NT + ["dataset.embedding=ortho"], ["dataset.embedding", "orthonormal", "equicorr"]),
+    (NT + ["dataset.embedding=equicorr", "dataset.d=6"], ["equicorr needs dataset.d >= 7"]),
+    (NT + ["dataset.rho=1"], ["dataset.rho", "floats in [0, 1)"]),
+    (NT + ["dataset.draws=notebook"], ["dataset.draws", "per_seed", "published"]),
+    (NT + ["dataset.graphs=dag"], ["dataset.graphs", "cyclic", "acyclic", "any"]),
+    (NT + ["nexttoken.loss=ce"], ["nexttoken.loss", "nll", "lsq2"]),
+    (NT + ["nexttoken.local_threshold=0"], ["nexttoken.local_threshold", "floats in (0, 1)"]),
+    (NT + ["parameterization.init=cone"], ["parameterization.init", "torch, zeros"]),
+    (NT + SEQ + ["dataset.labels=[0,6]"], ["dataset.labels", "outside the vocabulary", "[0, "]),
+    (NT + SEQ + ["dataset.labels=[0,3]"], ["dataset.labels", "sequences [1] lack theirs"]),
+    (NT + SEQ + ["dataset.labels=[0]"], ["dataset.labels", "dataset.n=2"]),
+    (
+        NT + ["dataset.n=2", "dataset.T=2", "dataset.ids=[[0,6],[1,2]]", "dataset.labels=[0,1]"],
+        ["dataset.ids", "ids in [0, 6)"],
+    ),  # fmt: skip
+    (
+        NT + ["dataset.n=2", "dataset.T=2", "dataset.ids=[[0,1],[1,2]]"],
+        ["dataset.ids and dataset.labels go together"],
+    ),  # fmt: skip
+    (["experiment=nexttoken"], ["experiment=nexttoken needs dataset=nexttoken"]),
+    (["dataset=nexttoken"], ["dataset=nexttoken is read by experiment=nexttoken only"]),
 ]
 if not torch.cuda.is_available():
     BAD.append((["device=cuda"], ["device", "cpu (no CUDA device here)"]))
