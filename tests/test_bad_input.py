@@ -80,11 +80,11 @@ BAD = [
     (
         NT + ["dataset.n=2", "dataset.T=2", "dataset.ids=[[0,6],[1,2]]", "dataset.labels=[0,1]"],
         ["dataset.ids", "ids in [0, 6)"],
-    ),  # fmt: skip
+    ),
     (
         NT + ["dataset.n=2", "dataset.T=2", "dataset.ids=[[0,1],[1,2]]"],
         ["dataset.ids and dataset.labels go together"],
-    ),  # fmt: skip
+    ),
     (["experiment=nexttoken"], ["experiment=nexttoken needs dataset=nexttoken"]),
     (["dataset=nexttoken"], ["dataset=nexttoken is read by experiment=nexttoken only"]),
 ]

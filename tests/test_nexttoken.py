@@ -339,3 +339,24 @@ def test_nexttoken_keys_at_their_defaults_keep_every_other_jobs_hash():
     same = attnsvm.compose(["seeds=2", "nexttoken.loss=nll", "dataset.graphs=cyclic"])
     assert config_hash(base) == config_hash(same)
     assert config_hash(attnsvm.compose(["seeds=2", "nexttoken.loss=lsq2"])) != config_hash(base)
+
+
+def test_published_sweeps_hold_the_published_settings():
+    from test_sweeps import sweep_jobs
+
+    for name, loss, lr, steps in (("nexttoken_global", "nll", 0.01, 4000),
+                                  ("nexttoken_local", "lsq2", 0.1, 2000)):  # fmt: skip
+        _, jobs = sweep_jobs(name)
+        assert {j.parameterization.kind.value for j in jobs} == {"w", "kq"}
+        for j in jobs:
+            ds = j.dataset
+            assert (ds.n, ds.T, ds.K, ds.d, ds.draws.value, j.seeds) == (
+                6,
+                4,
+                6,
+                8,
+                "published",
+                10,
+            )
+            assert (j.nexttoken.loss.value, j.optimizer.lr, j.optimizer.steps) == (loss, lr, steps)
+            assert j.optimizer.kind.value == "ngd" and ds.graphs.value == "cyclic"
