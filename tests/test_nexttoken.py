@@ -4,8 +4,13 @@ instances."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import cvxpy as cp
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -360,3 +365,22 @@ def test_published_sweeps_hold_the_published_settings():
             )
             assert (j.nexttoken.loss.value, j.optimizer.lr, j.optimizer.steps) == (loss, lr, steps)
             assert j.optimizer.kind.value == "ngd" and ds.graphs.value == "cyclic"
+
+
+@pytest.mark.slow
+def test_nexttoken_sweep_command_and_figures(tmp_path):
+    """A two-point d sweep through the Hydra entry point, then the figure command."""
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "attnsvm.run", "-m", *NT, "dataset.d=4,8", "seeds=3",
+           "optimizer.steps=100", "optimizer.checkpoint_every=50", f"hydra.sweep.dir={tmp_path}",
+           "hydra.launcher.n_jobs=1"]  # fmt: skip
+    out = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("attnsvm nexttoken:") == 2
+    fig = [sys.executable, "-m", "attnsvm.figures_nexttoken", str(tmp_path)]
+    out = subprocess.run(fig, cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    for name in ("nexttoken_curves.png", "nexttoken_sweep.png"):
+        assert (tmp_path / "summary" / name).stat().st_size > 0
+    table = pd.read_csv(tmp_path / "summary" / "nexttoken_table.csv")
+    assert sorted(table.d) == [4, 8] and (table.instances == 3).all()
