@@ -21,7 +21,7 @@ import platform
 import resource
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -35,6 +35,7 @@ from attnsvm.config import (
     DatasetConfig,
     Engine,
     HeadConfig,
+    NexttokenConfig,
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
@@ -49,6 +50,7 @@ from attnsvm.train import train
 RANK_NT = [(5, 5), (10, 5), (15, 5), (5, 10), (5, 15)]  # n in {5,10,15} @ T=5, T in {5,10,15} @ n=5
 RANK_D = [1, 2, 3, 4, 5, 10, 15, 20]
 MULTITOKEN_D = [4, 6, 8, 10]
+NEXTTOKEN_D = [2, 3, 4, 6, 8, 12, 16, 24, 32]  # sweeps/nexttoken_d.yaml
 ENGINES = (Engine.fused, Engine.torch)
 
 
@@ -242,6 +244,35 @@ def local_experiment(quick: bool) -> Timing:
     return parallel([("jobs", [c]) for c in cfgs])
 
 
+def _nexttoken_cfg(loss: str, lr: float, steps: int, seeds: int, **dataset) -> RunConfig:
+    ds = dict(generator="nexttoken", n=6, T=4, d=8, K=6, draws="published", **dataset)
+    return RunConfig(
+        experiment="nexttoken",
+        seeds=seeds,
+        dataset=DatasetConfig(**ds),
+        nexttoken=NexttokenConfig(loss=loss),
+        optimizer=OptimizerConfig(lr=lr, steps=steps, checkpoint_every=20 if seeds == 10 else 100),
+    )
+
+
+def nexttoken_experiments(quick: bool) -> dict:
+    """The two published notebooks' settings (10 instances, W), each one job in one worker, and
+    the d sweep (sweeps/nexttoken_d.yaml, cyclic and acyclic) on 2 workers."""
+    seeds = 20 if quick else 100
+    sweep = [
+        _nexttoken_cfg("nll", 0.01, 4000, seeds, d=d, draws="per_seed", graphs=g)
+        for d in NEXTTOKEN_D
+        for g in ("cyclic", "acyclic")
+    ]
+    return {
+        "global": parallel([("jobs", [_nexttoken_cfg("nll", 0.01, 4000, 10)])], workers=1),
+        "local": parallel(
+            [("jobs", [_nexttoken_cfg("lsq2", 0.1, 2000, 10, notebook="local")])], workers=1
+        ),
+        "d_sweep": parallel([("jobs", part) for part in _split(sweep, 2)]),
+    }
+
+
 def training_throughput(quick: bool) -> dict:
     """Seed-runs of 2000 steps per wall and per CPU second at (6,8,10), by engine and threads
     (torch threads for the torch engine; seed groups run at once for the fused one)."""
@@ -382,6 +413,7 @@ class _Results:
     rank: Timing
     local: Timing
     base_mem: float
+    nexttoken: dict = field(default_factory=dict)  # nexttoken_experiments
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -409,7 +441,10 @@ def _measure(quick: bool, emit) -> _Results:
     rank = rank_experiment(quick)
     local = local_experiment(quick)
     base_mem = naive_training_memory()
-    return _Results(tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem)
+    nt = nexttoken_experiments(quick)
+    return _Results(
+        tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem, nt
+    )
 
 
 def _emit_ratios(emit, tr: dict, sv: dict) -> None:
@@ -455,9 +490,26 @@ def _emit_experiments(emit, r: _Results, quick: bool) -> None:
         f"| <= 5 min | {r.multitoken_cpu / 2:.0f} s on 2 cores | - | {r.multitoken_cpu:.0f} s "
         "| - | - |"
     )
+    _emit_nexttoken(emit, r.nexttoken, quick)
     emit()
     emit(f"Idle worker after imports + 1 tiny run: {r.base_mem:.0f} MiB peak RSS.")
     emit()
+
+
+def _emit_nexttoken(emit, nt: dict, quick: bool) -> None:
+    """Rows of the nexttoken experiment: the published notebooks' settings and the d sweep."""
+    rows = {
+        "global": "nexttoken global notebook: 10 instances, nll, 4000 steps, 1 worker",
+        "local": "nexttoken local notebook: 10 instances, lsq2, 2000 steps, 1 worker",
+        "d_sweep": f"nexttoken d sweep: 9 d x 2 graph kinds x {20 if quick else 100} instances",
+    }
+    targets = {"global": "seconds", "local": "seconds", "d_sweep": "a few min"}
+    for key, what in rows.items():
+        t = nt[key]
+        emit(
+            f"| {what} | {targets[key]} | {t.wall:.1f} s | {t.outer:.1f} s | {t.cpu:.1f} s "
+            f"| {t.peak_mib:.0f} MiB | - |"
+        )
 
 
 def _emit_throughput(emit, thr: dict, builds: dict) -> None:
@@ -506,6 +558,7 @@ def _record(r: _Results, stamp: str, quick: bool) -> dict:
         "rank": {"wall": r.rank.wall, "cpu": r.rank.cpu, "naive_cpu": r.naive_rank},
         "local": {"wall": r.local.wall, "cpu": r.local.cpu},
         "multitoken_cpu": r.multitoken_cpu,
+        "nexttoken": {k: {"wall": t.wall, "cpu": t.cpu} for k, t in r.nexttoken.items()},
         "large_s": {name: t.wall for name, (_, t, _, _) in r.large.items()},
     }
 
