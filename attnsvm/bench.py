@@ -245,7 +245,7 @@ def local_experiment(quick: bool) -> Timing:
 
 
 def _nexttoken_cfg(loss: str, lr: float, steps: int, seeds: int, **dataset) -> RunConfig:
-    ds = dict(generator="nexttoken", n=6, T=4, d=8, K=6, draws="published", **dataset)
+    ds = {**dict(generator="nexttoken", n=6, T=4, d=8, K=6, draws="published"), **dataset}
     return RunConfig(
         experiment="nexttoken",
         seeds=seeds,
