@@ -563,6 +563,11 @@ class RunConfig:
                 f"parameterization.init={self.parameterization.init.value} is invalid for "
                 f"experiment=nexttoken: accepted values are torch, zeros"
             )
+        if exp and self.optimizer.kind not in (Optimizer.ngd, Optimizer.gd):
+            raise ConfigError(
+                f"optimizer.kind={plain_value(self.optimizer.kind)} is invalid for "
+                f"experiment=nexttoken: accepted values are ngd, gd"
+            )
         if exp and self.device != Device.cpu:
             raise ConfigError("experiment=nexttoken runs on the cpu: accepted values are cpu")
 

@@ -74,6 +74,7 @@ BAD = [
     (NT + ["nexttoken.loss=ce"], ["nexttoken.loss", "nll", "lsq2"]),
     (NT + ["nexttoken.local_threshold=0"], ["nexttoken.local_threshold", "floats in (0, 1)"]),
     (NT + ["parameterization.init=cone"], ["parameterization.init", "torch, zeros"]),
+    (NT + ["optimizer.kind=optim_example.make"], ["invalid for experiment=nexttoken", "ngd, gd"]),
     (NT + SEQ + ["dataset.labels=[0,6]"], ["dataset.labels", "outside the vocabulary", "[0, "]),
     (NT + SEQ + ["dataset.labels=[0,3]"], ["dataset.labels", "sequences [1] lack theirs"]),
     (NT + SEQ + ["dataset.labels=[0]"], ["dataset.labels", "dataset.n=2"]),
