@@ -32,7 +32,7 @@ from attnsvm.config import Parameterization, RunConfig
 from attnsvm.metrics import corr
 from attnsvm.nexttoken_data import make_nexttoken
 from attnsvm.nexttoken_train import problem, train
-from attnsvm.results import config_hash
+from attnsvm.results import config_hash, flatten, plain
 
 CURVES = ("corr_svm", "corr_svm_fin", "corr_proj", "fin_dist", "scc_mass", "corr_local_svm")
 
@@ -183,7 +183,8 @@ def run_job(cfg: RunConfig, progress=None):
         if progress is not None:
             progress(len(rows), cfg.seeds)
     chash = config_hash(cfg)
-    cols = {**config_columns(cfg), "config_hash": chash}
+    own = flatten({"nexttoken": plain(cfg.nexttoken)})  # at its defaults config_columns omits it
+    cols = {**config_columns(cfg), **own, "config_hash": chash}
     runs = pd.DataFrame(rows).sort_values("seed", ignore_index=True).assign(**cols)
     trajectory = pd.concat(curves or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
     keep = ("n", "T", "d", "dataset.K", "parameterization", "nexttoken.loss", "dataset.graphs")

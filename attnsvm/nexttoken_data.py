@@ -109,14 +109,20 @@ def draw_instance(cfg: DatasetConfig, g: torch.Generator, max_attempts: int = 10
 @lru_cache(maxsize=8)
 def _published_stream(frozen: tuple, count: int) -> tuple:
     """The notebook's first ``count`` instances from the global generator seeded with 1."""
-    cfg = DatasetConfig(**dict(frozen))
+    plain = dict(frozen)
+    if plain["ids"] is not None:
+        plain["ids"], plain["labels"] = [list(q) for q in plain["ids"]], list(plain["labels"])
+    cfg = DatasetConfig(**plain)
     g = torch.Generator().manual_seed(PUBLISHED_SEED)
     return tuple(draw_instance(cfg, g) for _ in range(count))
 
 
 def _frozen(cfg: DatasetConfig) -> tuple:
+    """The keys an instance depends on, hashable (the stream's cache key)."""
     keys = ("generator", "n", "T", "d", "K", "embedding", "rho", "graphs", "notebook", "draws")
-    return tuple((k, getattr(cfg, k)) for k in keys)
+    own = tuple(map(tuple, cfg.ids)) if cfg.ids is not None else None
+    labels = tuple(cfg.labels) if cfg.labels is not None else None
+    return (*((k, getattr(cfg, k)) for k in keys), ("ids", own), ("labels", labels))
 
 
 def instance(cfg: DatasetConfig, seed: int) -> NTInstance | None:

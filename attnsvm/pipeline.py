@@ -21,7 +21,7 @@ from attnsvm import metrics, norms, svm
 from attnsvm.config import Generator, Init, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
-from attnsvm.results import config_hash, flatten, plain
+from attnsvm.results import HASH_NEUTRAL_GROUPS, config_hash, flatten, plain
 from attnsvm.runtime import limit_threads
 from attnsvm.sequential import masked_problem, unmask
 from attnsvm.train import Trajectory, train
@@ -38,7 +38,11 @@ class JobResult:
 
 def config_columns(cfg: RunConfig) -> dict:
     """Columns every row carries: short names for the main axes plus every dotted config key."""
-    flat = flatten(plain(cfg))
+    tree = plain(cfg)
+    for group in HASH_NEUTRAL_GROUPS:  # an experiment's own group: its columns only when used
+        if tree.get(group) == plain(type(getattr(cfg, group))()):
+            tree.pop(group)
+    flat = flatten(tree)
     for k in ("seeds", "seed", "threads", "batch_size"):
         flat.pop(k)
     flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}

@@ -12,7 +12,7 @@ from conftest import CONF_DIR, REPO
 
 register_configs()
 GROUP_OPTIONS = {
-    "dataset": ["random", "relu", "orthonormal", "paths", "file", "callable"],
+    "dataset": ["random", "relu", "orthonormal", "paths", "file", "callable", "nexttoken"],
     "parameterization": ["w", "kq"],
     "optimizer": ["ngd", "gd"],
     "solver": ["ipm", "clarabel", "scs"],
@@ -26,6 +26,7 @@ NEEDS = {  # options that compose only with a partner
     "head=relu": ["dataset=relu"],
     "dataset=file": [f"dataset.path={TINY_NPZ}", "seeds=3"],
     "dataset=callable": ["dataset.target=userdata_example.make"],
+    "dataset=nexttoken": ["experiment=nexttoken"],
 }
 
 

@@ -13,7 +13,9 @@ import pytest
 
 from cli_helpers import REPO
 
-GROUPS = "dataset head metrics multitoken optimizer parameterization regpath solver sweeps"
+GROUPS = (
+    "dataset head metrics multitoken nexttoken optimizer parameterization regpath solver sweeps"
+)
 
 
 def _run(*cmd, cwd: Path) -> subprocess.CompletedProcess:
