@@ -7,6 +7,7 @@ a solver that raises, stalls or returns no point is a ``solver_error`` carrying 
 message, never ``infeasible`` (only the solver's own certificate says that).
 
     status, reason = solve(problem, cfg.solver)
+    status, x, reason = solve_lp(c, A_ub, b_ub)   # LPs: HiGHS dual simplex, an exact vertex
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import warnings
 
 import cvxpy as cp
+import numpy as np
+from scipy.optimize import linprog
 
 from attnsvm.config import Backend, SolverConfig
 
@@ -61,3 +64,19 @@ def solve(problem: cp.Problem, cfg: SolverConfig) -> tuple[str, str]:
     if status == cp.OPTIMAL_INACCURATE:
         return INACCURATE, f"{name} status {status}"
     return SOLVER_ERROR, f"{name} status {status}"
+
+
+LP_STATUS = {2: INFEASIBLE}  # scipy.optimize.linprog: 0 optimal, 2 infeasible, else an error
+
+
+def solve_lp(c: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray, bounds=(None, None)):
+    """min c^T x s.t. A_ub x <= b_ub by HiGHS' dual simplex: a vertex solution exact to
+    rounding (an interior point stops at its tolerance). (status, x or None, reason)."""
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs-ds")
+    if res.status == 0:
+        return OPTIMAL, res.x, ""
+    return (
+        LP_STATUS.get(res.status, SOLVER_ERROR),
+        None,
+        f"HiGHS status {res.status}: {res.message}",
+    )

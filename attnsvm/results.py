@@ -54,8 +54,8 @@ def flatten(d: dict, prefix: str = "") -> dict:
 # they stay out of the hash and earlier sweeps keep their identities (resume, skip).
 HASH_NEUTRAL_DEFAULTS = {
     "dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}},
-    "head": {"kwargs": {}},
-    "optimizer": {"kwargs": {}},
+    "head": {"kwargs": {}, "train": False},
+    "optimizer": {"kwargs": {}, "p": 2.0, "normalize": True, "betas": [0.9, 0.999]},
     "solver": {"norms": ["fro", "nuc"]},
 }
 
