@@ -13,6 +13,7 @@ message, never ``infeasible`` (only the solver's own certificate says that).
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import cvxpy as cp
 import numpy as np
@@ -64,6 +65,20 @@ def solve(problem: cp.Problem, cfg: SolverConfig) -> tuple[str, str]:
     if status == cp.OPTIMAL_INACCURATE:
         return INACCURATE, f"{name} status {status}"
     return SOLVER_ERROR, f"{name} status {status}"
+
+
+def solve_laddered(problem: cp.Problem, cfg: SolverConfig, relax: float = 100.0):
+    """``solve``, and once more at tolerances ``relax`` times looser when the solver could not
+    certify the first (Clarabel's "almost solved" on power cones and spectral SDPs at 1e-10):
+    optimal at the looser tolerance is reported optimal, with both outcomes in the reason."""
+    status, reason = solve(problem, cfg)
+    if status != INACCURATE:
+        return status, reason
+    loose = replace(cfg, tol=cfg.tol * relax)
+    status2, reason2 = solve(problem, loose)
+    if status2 == OPTIMAL:
+        return OPTIMAL, f"optimal at tol {loose.tol:g} ({reason} at tol {cfg.tol:g})"
+    return status, reason
 
 
 LP_STATUS = {2: INFEASIBLE}  # scipy.optimize.linprog: 0 optimal, 2 infeasible, else an error

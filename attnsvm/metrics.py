@@ -50,22 +50,27 @@ def bregman(a: np.ndarray | None, B: np.ndarray, p: float) -> np.ndarray:
         return 1 / p + (p - 1) / p - dual @ a  # unit vectors: both p-th powers are 1
 
 
-def margin_ratio(B: np.ndarray, margins_min: np.ndarray, norm_value, svm_value: float | None):
-    """gamma_N(W) / gamma_N* = min_j margin_j(W) ||W^mm_N||_N / ||W||_N for each W of B
-    (..., d, d): 1 iff W points along *a* max-margin direction of norm N, so it measures
-    alignment also where the SVM's solution is not unique (l1, max, spectral)."""
+def margin_ratio(values: np.ndarray, margins_min: np.ndarray, svm_value: float | None):
+    """gamma_N(W) / gamma_N* = min_j margin_j(W) ||W^mm_N||_N / ||W||_N for iterates W with
+    norms ``values`` and least margins ``margins_min``: 1 iff W points along *a* max-margin
+    direction of norm N, so it measures alignment also where the SVM's solution is not unique
+    (l1, max, spectral)."""
     if svm_value is None:
-        return np.full(B.shape[:-2], np.nan)
-    values = np.array([norm_value(W) for W in B.reshape(-1, *B.shape[-2:])]).reshape(B.shape[:-2])
+        return np.full(np.shape(values), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(values > 0, margins_min * svm_value / values, np.nan)
 
 
 def rate(steps: np.ndarray, corr_curve: np.ndarray, decades: float = 2.0) -> float:
     """Slope of log(1 - corr) against log(step) over the last ``decades`` decades of steps
-    (Vasudeva et al.'s convergence rate; NaN with fewer than 3 usable points)."""
-    steps = np.asarray(steps, dtype=float)
-    gap = 1 - np.asarray(corr_curve, dtype=float)
+    before the iterate froze (Vasudeva et al.'s convergence rate): trailing checkpoints equal
+    to the final one (an underflowed gradient, PAPER.md §6) are left out; NaN with fewer than
+    3 usable points."""
+    corr_curve = np.asarray(corr_curve, dtype=float)
+    moving = np.nonzero(corr_curve != corr_curve[-1])[0]
+    end = moving[-1] + 2 if moving.size else 1  # through the first frozen checkpoint
+    steps = np.asarray(steps, dtype=float)[:end]
+    gap = 1 - corr_curve[:end]
     use = (steps >= steps[-1] / 10**decades) & (steps > 0) & (gap > 1e-15)
     if use.sum() < 3:
         return float("nan")

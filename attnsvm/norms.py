@@ -5,7 +5,8 @@ one object with
 
     name                                  # its spelling in config; columns use ``column(name)``
     solve(problems, cfg) -> [SVMSolution]  # problems: [(X, Z, alpha)], all feasible; batched
-    value(W) -> float                     # ||W||_N, the ``norm_<N>`` column
+    value(W) -> float                     # ||W||_N, the ``norm_<N>`` column; built-ins also
+                                          # take a stack (..., d, d) (``values``)
 
 The Frobenius SVM is always solved first: its exact dual decides feasibility (the same for every
 norm), the support tokens and local optimality; every other norm is solved only where it is
@@ -38,8 +39,10 @@ class Frobenius:
     def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
         return [svm.w_mm(X, Z, alpha, cfg) for X, Z, alpha in problems]
 
-    def value(self, W: np.ndarray) -> float:
-        return float(np.linalg.norm(W))
+    def value(self, W: np.ndarray) -> np.ndarray:
+        if W.ndim == 2:  # np.linalg.norm's own (dot-product) sum, as norm_fro always had
+            return np.linalg.norm(W)
+        return np.linalg.norm(W, axis=(-2, -1))
 
 
 class Nuclear:
@@ -52,23 +55,25 @@ class Nuclear:
             return svm.w_mm_nuc_batch(problems, cfg, feasible=[True] * len(problems))
         return [svm.w_mm_nuc(X, Z, alpha, cfg) for X, Z, alpha in problems]
 
-    def value(self, W: np.ndarray) -> float:
-        return float(np.linalg.norm(W, "nuc"))
+    def value(self, W: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(W, "nuc", axis=(-2, -1))
 
 
 class Spectral:
     """min ||W||_2 (largest singular value): an SDP in the reduced space (svm.reduced_cvx_svm),
-    the conjectured limit of spectral steepest descent. Its optimum need not be unique."""
+    the conjectured limit of spectral steepest descent. Its optimum need not be unique.
+    Clarabel often cannot certify it at 1e-10: a second solve at 1e-8 (cvx.solve_laddered)."""
 
     name = "spectral"
 
     def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
         return [
-            _timed(svm.reduced_cvx_svm, X, Z, alpha, cfg, "spectral") for X, Z, alpha in problems
+            _timed(svm.reduced_cvx_svm, X, Z, alpha, cfg, "spectral", True)
+            for X, Z, alpha in problems
         ]
 
-    def value(self, W: np.ndarray) -> float:
-        return float(np.linalg.norm(W, 2))
+    def value(self, W: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(W, 2, axis=(-2, -1))
 
 
 class Entrywise:
@@ -84,8 +89,8 @@ class Entrywise:
     def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
         return [_timed(self._solve_one, X, Z, alpha, cfg) for X, Z, alpha in problems]
 
-    def value(self, W: np.ndarray) -> float:
-        return float(np.linalg.norm(W.ravel(), self.p))
+    def value(self, W: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(W.reshape(*W.shape[:-2], -1), self.p, axis=-1)
 
     def _solve_one(self, X, Z, alpha, cfg: SolverConfig) -> svm.SVMSolution:
         dx, zq, _ = svm.constraints(X, Z, alpha)
@@ -108,7 +113,7 @@ class Entrywise:
             self._models[key] = (problem, A_par, w)
         problem, A_par, w = self._models[key]
         A_par.value = A
-        status, reason = cvx.solve(problem, cfg)
+        status, reason = cvx.solve_laddered(problem, cfg)
         return status, None if w.value is None else np.array(w.value), reason
 
 
@@ -164,6 +169,14 @@ def make_norms(cfg: SolverConfig) -> list:
     if len(set(names)) < len(names):
         raise ConfigError(f"solver.norms={cfg.norms}: two norms share a column name: {names}")
     return made
+
+
+def values(norm, Ws: np.ndarray) -> np.ndarray:
+    """||W||_N of every W of a stack (..., d, d): one call for the built-ins, else a loop."""
+    if isinstance(norm, (Frobenius, Nuclear, Spectral, Entrywise)):
+        return norm.value(Ws)
+    flat = Ws.reshape(-1, *Ws.shape[-2:])
+    return np.array([float(norm.value(W)) for W in flat]).reshape(Ws.shape[:-2])
 
 
 def infeasible(name: str, reason: str = "Frobenius SVM infeasible") -> svm.SVMSolution:

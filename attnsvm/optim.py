@@ -6,7 +6,8 @@ factor is normalized by its own gradient norm, PAPER.md §6.2):
     rule = make_optimizer(cfg.optimizer)   # one per parameter tensor (Adam keeps moments)
     X_new = rule.update(X, G, grad_norm)   # X, G (R, a, b); grad_norm (R,) = ||G|| per seed
 
-A rule with ``needs_loss = True`` (Polyak) is also given ``loss=`` (R,), the loss at X.
+A rule with ``needs_loss = True`` (Polyak) is also given ``loss=`` (R,): the loss at X above
+its infimum (``train.loss_floor``).
 
 Your own: ``optimizer.kind=mylab.optim.make`` with ``make(cfg) -> rule`` (``cfg.kwargs`` its
 arguments); it trains with the torch engine (the fused engine implements ngd and gd in C).
@@ -118,8 +119,9 @@ class Adam:
 
 
 class Polyak:
-    """GD with the Polyak step X - lr L(X) / ||G||^2 G (optimal loss 0; Vasudeva et al.);
-    a zero gradient takes no step. Needs the loss at every step (``needs_loss``)."""
+    """GD with the Polyak step X - lr (L(X) - L*) / ||G||^2 G (Vasudeva et al.), L* the
+    infimum of the loss (train.loss_floor: the best one-hot attention; 0 for a trained head);
+    a zero gradient takes no step. ``needs_loss``: train.py gives it ``loss`` = L - L*."""
 
     needs_loss = True
 

@@ -102,7 +102,9 @@ def opt_svm_columns(cfg: RunConfig, at_opt: dict[str, svm.SVMSolution]) -> dict:
     cols.update({f"rank_{c}": sol.rank for c, sol in named})
     cols.update({f"svm_status_{c}": sol.status for c, sol in named})
     values = {n.name: n.value for n in norms.make_norms(cfg.solver)}
-    cols.update({f"norm_{c}": values[sol.norm](sol.W) if sol.ok else None for c, sol in named})
+    cols.update(
+        {f"norm_{c}": float(values[sol.norm](sol.W)) if sol.ok else None for c, sol in named}
+    )
     return cols
 
 
@@ -188,13 +190,13 @@ def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: di
     its potential (``bregman_<N>``, FOLLOWUPS.md §3)."""
     X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
     least = svm.min_margins(Ws, X, Z, sel, _mask(inst, r))  # (C,)
-    values = {n.name: n.value for n in norms.make_norms(cfg.solver)}
+    made = {n.name: n for n in norms.make_norms(cfg.solver)}
     md = cfg.optimizer.kind == Optimizer.md
     curves = {}
     for name, sol in at_sel.items():
-        c, value = norms.column(name), values[name]
-        best = value(sol.W) if sol.ok else None
-        curves[f"margin_{c}"] = metrics.margin_ratio(Ws, least, value, best)
+        c, norm = norms.column(name), made[name]
+        best = float(norm.value(sol.W)) if sol.ok else None
+        curves[f"margin_{c}"] = metrics.margin_ratio(norms.values(norm, Ws), least, best)
         if md:
             curves[f"bregman_{c}"] = metrics.bregman(sol.W, Ws, cfg.optimizer.p)
     return curves

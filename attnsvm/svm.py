@@ -184,9 +184,10 @@ def w_mm_nuc_batch(
     return sols
 
 
-def reduced_cvx_svm(X, Z, alpha, cfg: SolverConfig, norm: str) -> SVMSolution:
+def reduced_cvx_svm(X, Z, alpha, cfg: SolverConfig, norm: str, ladder: bool = False) -> SVMSolution:
     """cvxpy model in the reduced space: one matrix inequality A_red vec(W_red) >= 1. The
-    reduction keeps the optimum of a unitarily invariant norm: fro, nuc, spectral."""
+    reduction keeps the optimum of a unitarily invariant norm: fro, nuc, spectral. ``ladder``:
+    retry an uncertified solve at a looser tolerance (cvx.solve_laddered)."""
     dx, zq, _ = constraints(X, Z, alpha)
     U, V = _reduced_basis(dx), _reduced_basis(Z)  # (d, p), (d, q)
     p, q = U.shape[1], V.shape[1]
@@ -196,7 +197,7 @@ def reduced_cvx_svm(X, Z, alpha, cfg: SolverConfig, norm: str) -> SVMSolution:
     Wr = cp.Variable((p, q))
     objective = {"nuc": cp.normNuc, "spectral": cp.sigma_max}.get(norm, cp.sum_squares)(Wr)
     prob = cp.Problem(cp.Minimize(objective), [a_red @ cp.vec(Wr, order="F") >= 1])
-    status, reason = cvx.solve(prob, cfg)
+    status, reason = (cvx.solve_laddered if ladder else cvx.solve)(prob, cfg)
     if status in (INFEASIBLE, SOLVER_ERROR):
         return SVMSolution(norm, status, reason=reason)
     return SVMSolution(norm, status, W=U @ Wr.value @ V.T, reason=reason)

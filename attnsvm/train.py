@@ -170,6 +170,7 @@ def train(
     names = ["W"] if p.W is not None else ["K", "Q"]
     rules = {name: make_optimizer(ocfg) for name in names + ["v"] * train_head}
     needs_loss = getattr(rules[names[0]], "needs_loss", False)
+    floor = loss_floor(inst, head) if needs_loss and not train_head else 0.0
     v = inst.v.clone() if train_head else None
     ckpts = checkpoint_steps(ocfg.steps, ocfg.checkpoint_every)
     rec = _empty_trajectory(ckpts, R, n, d, inst.X, train_head)
@@ -187,7 +188,7 @@ def train(
             c += 1
         if k == ocfg.steps:
             break
-        extra = {"loss": loss} if needs_loss else {}
+        extra = {"loss": loss - floor} if needs_loss else {}
         for name, rule in rules.items():
             value = v if name == "v" else getattr(p, name)
             new = rule.update(value, grads[name], norms[name], **extra)
@@ -197,6 +198,18 @@ def train(
                 setattr(p, name, new)
     rec.final_softmax = s
     return rec
+
+
+def loss_floor(inst: Instances, head) -> torch.Tensor:
+    """(R,) the loss when every sequence's softmax is one-hot on its best token:
+    mean_i min_t softplus(-Y_i f_i(e_t)). Attention can only approach it by saturating; for
+    the linear head it is the infimum over W, the optimal value a Polyak step needs (with a
+    trained head the infimum is 0)."""
+    R, n, T, _ = inst.X.shape
+    eye = torch.eye(T, dtype=inst.X.dtype, device=inst.X.device)
+    f = torch.stack([head.output(eye[t].expand(R, n, T)) for t in range(T)], -1)  # (R, n, T)
+    best = (inst.Y[..., None] * f).max(-1).values  # (R, n)
+    return sum_last(elementwise(F.softplus, -best)) / n
 
 
 def _empty_trajectory(ckpts, R, n, d, like_t, train_head) -> Trajectory:

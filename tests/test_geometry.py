@@ -166,7 +166,8 @@ def test_margin_ratio_is_one_at_every_max_margin_direction_only():
     sol = norm.solve([(X, Z, a)], cfg)[0]
     fro = svm.w_mm(X, Z, a, cfg)
     Ws = np.stack([2.5 * sol.W, fro.W])
-    ratio = metrics.margin_ratio(Ws, svm.min_margins(Ws, X, Z, a), norm.value, norm.value(sol.W))
+    least = svm.min_margins(Ws, X, Z, a)
+    ratio = metrics.margin_ratio(norms.values(norm, Ws), least, float(norm.value(sol.W)))
     assert ratio[0] == pytest.approx(1, abs=1e-9) and ratio[1] < 1 - 1e-6
 
 
@@ -174,6 +175,9 @@ def test_rate_is_the_log_log_slope_over_the_last_decades():
     steps = np.arange(0, 10001, 10)
     corr = 1 - 3.0 * np.maximum(steps, 1) ** -0.5
     assert metrics.rate(steps, corr) == pytest.approx(-0.5, abs=1e-9)
+    frozen = np.where(steps > 5000, corr[steps == 5000][0], corr)  # gradient underflowed
+    assert metrics.rate(steps, frozen) == pytest.approx(-0.5, abs=1e-9)
+    assert np.isnan(metrics.rate(steps, np.full(steps.shape, 0.9)))
 
 
 # ---- composition --------------------------------------------------------------------------
@@ -204,3 +208,30 @@ def test_new_optimizers_train_with_the_torch_engine():
         attnsvm.compose(["optimizer=adam", "engine=fused"])
     with pytest.raises(ConfigError, match="head.train=true"):
         attnsvm.compose(["head.train=true", "engine=fused"])
+
+
+def test_loss_floor_is_the_loss_of_the_best_one_hot_attention():
+    from attnsvm.train import loss_floor
+
+    inst = make_instances(DatasetConfig(n=3, T=4, d=5), [0, 1])
+    best = inst.gamma.max(-1).values  # (R, n): Y_i v^T x_{i opt}
+    want = torch.nn.functional.softplus(-best).mean(-1)
+    torch.testing.assert_close(loss_floor(inst, LinearHead(inst)), want, rtol=1e-14, atol=0)
+
+
+def test_an_uncertified_solve_is_retried_once_at_a_looser_tolerance(monkeypatch):
+    from attnsvm import cvx
+
+    tols = []
+
+    def fake(problem, cfg):
+        tols.append(cfg.tol)
+        return ("inaccurate", "almost solved") if len(tols) == 1 else ("optimal", "")
+
+    monkeypatch.setattr(cvx, "solve", fake)
+    status, reason = cvx.solve_laddered(None, SolverConfig(tol=1e-10))
+    assert status == "optimal" and tols == [1e-10, pytest.approx(1e-8)]
+    assert "optimal at tol 1e-08" in reason and "almost solved at tol 1e-10" in reason
+    tols.clear()
+    monkeypatch.setattr(cvx, "solve", lambda p, c: (tols.append(c.tol), ("inaccurate", "x"))[1])
+    assert cvx.solve_laddered(None, SolverConfig())[0] == "inaccurate" and len(tols) == 2
