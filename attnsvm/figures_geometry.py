@@ -13,6 +13,7 @@ python -m attnsvm.figures_geometry outputs/sweeps/geometry   # into SWEEP_DIR/su
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import matplotlib
@@ -57,6 +58,8 @@ def geometry_table(runs: pd.DataFrame) -> pd.DataFrame:
                     "seeds": len(g),
                     "margin_mean": g[f"margin_{norm}"].mean(),
                     "corr_mean": g[f"corr_{norm}"].mean(),
+                    "rate_median": g[f"rate_{norm}"].median(),  # NaN: froze too early to fit
+                    "rate_fitted": int(g[f"rate_{norm}"].notna().sum()),
                     "predicted": PREDICTED.get(rule) == norm,
                 }
             )
@@ -65,14 +68,14 @@ def geometry_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def heatmaps(table: pd.DataFrame, path: Path) -> None:
     """Rows step rules, columns norms; the predicted pairing outlined."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
     panels = [("margin_mean", "final margin ratio γ_N(W)/γ*_N"), ("corr_mean", "final corr")]
     for ax, (col, title) in zip(axes, panels, strict=True):
         grid = table.pivot_table(index="rule", columns="norm", values=col)
         grid = grid[[n for n in NORM_ORDER if n in grid] + [n for n in grid if n not in NORM_ORDER]]
         im = ax.imshow(grid.values, cmap="viridis", vmin=np.nanmin(grid.values), vmax=1)
         ax.set(xticks=range(grid.shape[1]), yticks=range(grid.shape[0]), title=title)
-        ax.set_xticklabels(grid.columns)
+        ax.set_xticklabels(grid.columns, rotation=30, ha="right")
         ax.set_yticklabels(grid.index)
         for i, rule in enumerate(grid.index):
             for j, norm in enumerate(grid.columns):
@@ -111,11 +114,15 @@ def bregman_curves(sweep, path: Path) -> pd.DataFrame:
     keys = ["config_hash", "seed", *(k for k in keys if k not in sweep.trajectory)]
     tr = sweep.trajectory.merge(sweep.runs[keys], on=["config_hash", "seed"])
     tr = tr[tr.status == "ok"].assign(rule=lambda t: rule_label(t))
-    cols = [c for c in tr.columns if c.startswith("bregman_") and c != "bregman_fro"]
-    groups = list(tr.groupby(["rule", "parameterization.init"]))
-    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.6), squeeze=False)
+    cols = [c for c in tr.columns if c.startswith("bregman_l")]  # the lp-SVMs (l2 = fro)
+    rules, inits = sorted(tr.rule.unique()), sorted(tr["parameterization.init"].unique())
+    fig, axes = plt.subplots(
+        len(inits), len(rules), figsize=(4.2 * len(rules), 3.4 * len(inits)), squeeze=False
+    )
     finals = []
-    for ax, ((rule, init), g) in zip(axes[0], groups, strict=True):
+    for (i, init), (j, rule) in itertools.product(enumerate(inits), enumerate(rules)):
+        ax = axes[i, j]
+        g = tr[(tr.rule == rule) & (tr["parameterization.init"] == init)]
         mean = g.groupby("step")[cols].mean()
         for col in cols:
             ax.plot(mean.index, mean[col].clip(lower=1e-16), label=col.replace("bregman_", "D to "))
