@@ -32,6 +32,7 @@ class Generator(str, Enum):
     orthonormal = "orthonormal"  # orthonormal tokens, Y = +1 (the lambda-head experiment)
     file = "file"  # your instances from an .npz (dataset.path; attnsvm/userdata.py)
     callable = "callable"  # your generator function (dataset.target, dataset.kwargs)
+    joint2d = "joint2d"  # the 2-D joint-training example of lp mirror descent (FOLLOWUPS §3)
     nexttoken = "nexttoken"  # next-token prediction: vocabulary, sequences of ids, labels
 
 
@@ -81,8 +82,19 @@ class Init(str, Enum):
 
 
 class Optimizer(str, Enum):
+    """Step rules (attnsvm/optim.py); each is steepest descent in a geometry whose SVM norm
+    it is conjectured (or proven) to pick (FOLLOWUPS.md §3)."""
+
     ngd = "ngd"  # the paper's normalized GD: W <- W - lr * g / (||g|| + eps)
     gd = "gd"
+    md = "md"  # lp mirror descent, potential ||W||_p^p / p (optimizer.p, optimizer.normalize)
+    sign = "sign"  # normalized sign descent W <- W - lr sign(g): the l_inf geometry
+    adam = "adam"  # torch.optim.Adam's update (optimizer.betas, optimizer.eps)
+    spectral = "spectral"  # W <- W - lr U V^T for g = U S V^T: the spectral-norm geometry
+    polyak = "polyak"  # GD with the Polyak step lr * L(W) / ||g||^2
+
+
+W_ONLY_OPTIMIZERS = (Optimizer.md, Optimizer.polyak)  # defined for one matrix W (as published)
 
 
 class Backend(str, Enum):
@@ -127,6 +139,11 @@ class Engine(str, Enum):
 class DType(str, Enum):
     float64 = "float64"
     float32 = "float32"
+
+
+def plain_name(value) -> str:
+    """An enum member's value, or the string itself (a plug-in's path)."""
+    return getattr(value, "value", value)
 
 
 def _require(ok: bool, key: str, accepted: str, value: object) -> None:
@@ -225,6 +242,11 @@ class DatasetConfig:
             raise ConfigError(
                 f"dataset.generator=paths draws the published 2-D pictures: it needs "
                 f"dataset.n=2, dataset.d=2 and dataset.T in {list(PATHS_T)}; {shape}"
+            )
+        if self.generator == Generator.joint2d and (self.n, self.T, self.d) != (2, 3, 2):
+            raise ConfigError(
+                f"dataset.generator=joint2d is the published 2-D example: it needs "
+                f"dataset.n=2, dataset.T=3, dataset.d=2; {shape}"
             )
         others = {"path": Generator.file, "target": Generator.callable}
         for key, generator in others.items():
@@ -336,9 +358,24 @@ class OptimizerConfig:
     eps: float = 2.220446049250313e-16  # added to ||grad|| in ngd (published value, PAPER §6.2)
     checkpoint_every: int = 20
     kwargs: dict[str, Any] = field(default_factory=dict)  # your optimizer's arguments
+    p: float = 2.0  # md: the potential ||W||_p^p / p (p > 1)
+    normalize: bool = True  # md: step lr g / (||g||_q + eps), q = p / (p - 1), as published
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # adam
 
     def __post_init__(self) -> None:
         self.kind = _builtin_or_plugin(self.kind, Optimizer, "optimizer.kind")
+        _require(
+            self.p > 1 if self.kind == Optimizer.md else self.p >= 1,
+            "optimizer.p",
+            "floats > 1 for optimizer=md (p = 1 has no mirror map), >= 1 otherwise",
+            self.p,
+        )
+        _require(
+            len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas),
+            "optimizer.betas",
+            "two floats in [0, 1)",
+            self.betas,
+        )
         _require(self.lr > 0, "optimizer.lr", "floats > 0", self.lr)
         _require(self.steps >= 1, "optimizer.steps", "integers >= 1", self.steps)
         _require(self.eps >= 0, "optimizer.eps", "floats >= 0", self.eps)
@@ -350,17 +387,29 @@ class OptimizerConfig:
         )
 
 
-NORMS = ("fro", "nuc")  # built-in SVM norms (attnsvm/norms.py); the Frobenius SVM always solved
+# built-in SVM norms (attnsvm/norms.py), besides the entrywise lp norms "l<p>"; the Frobenius
+# SVM is always solved (it decides feasibility)
+NORMS = ("fro", "nuc", "max", "spectral")
+LP_NORM = re.compile(r"l(?P<p>\d+(\.\d+)?)")  # entrywise lp norm, p >= 1: l1, l1.75, l3
+
+
+def lp_exponent(name: str) -> float | None:
+    """p of an entrywise lp norm's name ("l1.75" -> 1.75), None for any other norm."""
+    match = LP_NORM.fullmatch(str(name))
+    return float(match["p"]) if match else None
 
 
 def _norm_names(names, key: str = "solver.norms") -> list[str]:
     """Built-in names or plug-in paths, without repeats, "fro" first (the feasibility oracle)."""
     out = ["fro"]
-    for name in names:
-        name = str(name)
+    for name in map(str, names):
+        p = lp_exponent(name)
+        if p is not None:
+            _require(p >= 1, key, "l<p> with p >= 1 (l1, l1.75, l3)", name)
+        elif name not in NORMS:
+            builtin = Enum("SVMNorm", {n: n for n in (*NORMS, "l<p>")}, type=str)
+            _builtin_or_plugin(name, builtin, key)
         if name not in out:
-            if name not in NORMS:
-                _builtin_or_plugin(name, Enum("SVMNorm", {n: n for n in NORMS}, type=str), key)
             out.append(name)
     return out
 
@@ -374,7 +423,7 @@ class SolverConfig:
     rank_rtol: float = 1e-6  # rank = #{sigma > rank_rtol * sigma_max}
     support_tol: float = 1e-6  # constraint active if margin <= 1 + support_tol
     feas_tol: float = 1e-6  # a solution must satisfy every margin >= 1 - feas_tol
-    norms: list[str] = field(default_factory=lambda: list(NORMS))  # SVMs solved per seed
+    norms: list[str] = field(default_factory=lambda: ["fro", "nuc"])  # SVMs solved per seed
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "solver")
@@ -390,10 +439,17 @@ class HeadConfig:
     kind: str = Head.linear.value  # a built-in (Head) or your factory's path "module.make"
     lam: float = 0.0  # lambda head: f_i = v^T xbar_i - lam * ||xbar_i||^2
     kwargs: dict[str, Any] = field(default_factory=dict)  # your head's arguments
+    train: bool = False  # linear head: train v jointly with the attention (its own step rule)
 
     def __post_init__(self) -> None:
         self.kind = _builtin_or_plugin(self.kind, Head, "head.kind")
         _require(self.lam >= 0, "head.lam", "floats >= 0", self.lam)
+        _require(
+            not self.train or self.kind == Head.linear,
+            "head.train",
+            "false, or true with head.kind=linear (the trained head is v)",
+            self.train,
+        )
 
 
 @dataclass
@@ -518,6 +574,7 @@ class RunConfig:
         )  # your own: a module with run_job and summary_text (attnsvm/experiments.py)
         if self.parameterization.kind == Parameterization.kq and "nuc" not in self.solver.norms:
             self.solver.norms.insert(1, "nuc")  # (K,Q) is measured against the nuclear SVM
+        self._check_geometry()
         with_v = [Generator.relu, Generator.callable]  # generators that can give a V
         if self.dataset.generator == Generator.file:
             from attnsvm.userdata import read_file
@@ -556,7 +613,7 @@ class RunConfig:
         if data and not exp:
             raise ConfigError(
                 f"dataset=nexttoken is read by experiment=nexttoken only; got experiment="
-                f"{plain_value(self.experiment)}: set experiment=nexttoken"
+                f"{plain_name(self.experiment)}: set experiment=nexttoken"
             )
         if exp and self.parameterization.init not in (Init.torch, Init.zeros):
             raise ConfigError(
@@ -565,11 +622,32 @@ class RunConfig:
             )
         if exp and self.optimizer.kind not in (Optimizer.ngd, Optimizer.gd):
             raise ConfigError(
-                f"optimizer.kind={plain_value(self.optimizer.kind)} is invalid for "
+                f"optimizer.kind={plain_name(self.optimizer.kind)} is invalid for "
                 f"experiment=nexttoken: accepted values are ngd, gd"
             )
         if exp and self.device != Device.cpu:
             raise ConfigError("experiment=nexttoken runs on the cpu: accepted values are cpu")
+
+    def _check_geometry(self) -> None:
+        """Optimizers defined for one matrix, norms read only by experiment=gd."""
+        kind = self.optimizer.kind
+        if kind in W_ONLY_OPTIMIZERS and self.parameterization.kind != Parameterization.w:
+            raise ConfigError(
+                f"optimizer.kind={kind.value} steps one matrix W (FOLLOWUPS.md §3); got "
+                f"parameterization={self.parameterization.kind.value}: set parameterization=w, "
+                f"or choose optimizer.kind in ngd, gd, sign, adam, spectral"
+            )
+        default = ["fro", "nuc"]
+        if self.experiment != Experiment.gd and self.solver.norms not in (default, ["fro"]):
+            raise ConfigError(
+                f"solver.norms={self.solver.norms} is read by experiment=gd only; "
+                f"experiment={plain_name(self.experiment)} solves its own SVMs: drop solver.norms"
+            )
+        if self.head.train and self.experiment != Experiment.gd:
+            raise ConfigError(
+                f"head.train=true is implemented for experiment=gd; got "
+                f"experiment={plain_name(self.experiment)}"
+            )
 
     @property
     def train_engine(self) -> Engine | None:
@@ -585,16 +663,12 @@ class RunConfig:
             self.experiment,
             self.train,
             self.optimizer.kind,
+            self.head.train,
         )
 
     @property
     def seed_list(self) -> list[int]:
         return list(range(self.seed, self.seed + self.seeds))
-
-
-def plain_value(value) -> str:
-    """An enum's value or a plain string."""
-    return getattr(value, "value", value)
 
 
 def to_run_config(cfg: DictConfig) -> RunConfig:

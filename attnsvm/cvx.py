@@ -7,13 +7,17 @@ a solver that raises, stalls or returns no point is a ``solver_error`` carrying 
 message, never ``infeasible`` (only the solver's own certificate says that).
 
     status, reason = solve(problem, cfg.solver)
+    status, x, reason = solve_lp(c, A_ub, b_ub)   # LPs: HiGHS dual simplex, an exact vertex
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import cvxpy as cp
+import numpy as np
+from scipy.optimize import linprog
 
 from attnsvm.config import Backend, SolverConfig
 
@@ -61,3 +65,33 @@ def solve(problem: cp.Problem, cfg: SolverConfig) -> tuple[str, str]:
     if status == cp.OPTIMAL_INACCURATE:
         return INACCURATE, f"{name} status {status}"
     return SOLVER_ERROR, f"{name} status {status}"
+
+
+def solve_laddered(problem: cp.Problem, cfg: SolverConfig, relax: float = 100.0):
+    """``solve``, and once more at tolerances ``relax`` times looser when the solver could not
+    certify the first (Clarabel's "almost solved" on power cones and spectral SDPs at 1e-10):
+    optimal at the looser tolerance is reported optimal, with both outcomes in the reason."""
+    status, reason = solve(problem, cfg)
+    if status != INACCURATE:
+        return status, reason
+    loose = replace(cfg, tol=cfg.tol * relax)
+    status2, reason2 = solve(problem, loose)
+    if status2 == OPTIMAL:
+        return OPTIMAL, f"optimal at tol {loose.tol:g} ({reason} at tol {cfg.tol:g})"
+    return status, reason
+
+
+LP_STATUS = {2: INFEASIBLE}  # scipy.optimize.linprog: 0 optimal, 2 infeasible, else an error
+
+
+def solve_lp(c: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray, bounds=(None, None)):
+    """min c^T x s.t. A_ub x <= b_ub by HiGHS' dual simplex: a vertex solution exact to
+    rounding (an interior point stops at its tolerance). (status, x or None, reason)."""
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs-ds")
+    if res.status == 0:
+        return OPTIMAL, res.x, ""
+    return (
+        LP_STATUS.get(res.status, SOLVER_ERROR),
+        None,
+        f"HiGHS status {res.status}: {res.message}",
+    )

@@ -154,6 +154,18 @@ def paths_instances(cfg: DatasetConfig, seeds: list[int]):
     return tuple(torch.stack([dr[k] for dr in draws]) for k in range(4))
 
 
+# the published 2-D joint-training example (AttentionMD, FOLLOWUPS.md §3): queries x_i0
+JOINT2D_X = [[[-2.7, 1.2], [1.4, 2.1], [1.3, -0.1]], [[0.4, -2.2], [-1.1, -0.4], [0.9, 0.1]]]
+
+
+def joint2d_instances(cfg: DatasetConfig, seeds: list[int]):
+    """The same hand-placed data for every seed: X (2, 3, 2), Y = (1, -1), z_i = x_i0,
+    v = 0 (the head starts at zero and is trained: head.train=true)."""
+    X = torch.tensor(JOINT2D_X)
+    draw = (X, torch.tensor([1.0, -1.0]), X[:, 0].clone(), torch.zeros(2))
+    return tuple(torch.stack([t] * len(seeds)) for t in draw)
+
+
 # generator -> function(cfg, seeds) returning (X, Y, Z, v[, V]) before query selection
 GENERATORS = {
     Generator.random: random_instances,
@@ -162,6 +174,7 @@ GENERATORS = {
     Generator.paths: paths_instances,
     Generator.file: file_instances,
     Generator.callable: callable_instances,
+    Generator.joint2d: joint2d_instances,
 }
 
 

@@ -101,6 +101,7 @@ def resolve_engine(
     experiment: Experiment = Experiment.gd,
     trains: bool = True,
     optimizer: Optimizer | str = Optimizer.ngd,
+    train_head: bool = False,
 ) -> Engine | None:
     """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``; None
     for a job that trains nothing (``train=false``).
@@ -126,6 +127,8 @@ def resolve_engine(
         why.append(f"head.kind={getattr(head, 'value', head)} (it needs linear or relu)")
     if optimizer not in (Optimizer.ngd, Optimizer.gd):
         why.append(f"optimizer.kind={getattr(optimizer, 'value', optimizer)} (it needs ngd or gd)")
+    if train_head:
+        why.append("head.train=true (it trains the attention only)")
     if not why and library() is None:
         why.append(_load()[1])
     if engine == Engine.fused and why:

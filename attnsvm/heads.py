@@ -18,10 +18,12 @@ from attnsvm.plugins import load_object
 
 
 class LinearHead:
-    """f_i = v^T X_i^T s_i with the instance's fixed unit vector v (PAPER.md §1)."""
+    """f_i = v^T X_i^T s_i with the instance's fixed unit vector v (PAPER.md §1), or ``v``
+    (R, d) given (a head being trained, head.train=true)."""
 
-    def __init__(self, inst: Instances):
-        self.h = dot_last(inst.X, inst.v[:, None, None, :])  # (R, n, T) h_it = v^T x_it
+    def __init__(self, inst: Instances, v: torch.Tensor | None = None):
+        v = inst.v if v is None else v
+        self.h = dot_last(inst.X, v[:, None, None, :])  # (R, n, T) h_it = v^T x_it
         self.h_diff = self.h[..., :, None] - self.h[..., None, :]  # (R, n, T, T) h_it - h_iu
 
     def output(self, s: torch.Tensor) -> torch.Tensor:

@@ -5,7 +5,8 @@ one object with
 
     name                                  # its spelling in config; columns use ``column(name)``
     solve(problems, cfg) -> [SVMSolution]  # problems: [(X, Z, alpha)], all feasible; batched
-    value(W) -> float                     # ||W||_N, the ``norm_<N>`` column
+    value(W) -> float                     # ||W||_N, the ``norm_<N>`` column; built-ins also
+                                          # take a stack (..., d, d) (``values``)
 
 The Frobenius SVM is always solved first: its exact dual decides feasibility (the same for every
 norm), the support tokens and local optimality; every other norm is solved only where it is
@@ -17,10 +18,11 @@ from __future__ import annotations
 import re
 import time
 
+import cvxpy as cp
 import numpy as np
 
-from attnsvm import svm
-from attnsvm.config import Backend, ConfigError, SolverConfig
+from attnsvm import cvx, svm
+from attnsvm.config import Backend, ConfigError, SolverConfig, lp_exponent
 from attnsvm.plugins import load_object
 
 
@@ -37,8 +39,10 @@ class Frobenius:
     def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
         return [svm.w_mm(X, Z, alpha, cfg) for X, Z, alpha in problems]
 
-    def value(self, W: np.ndarray) -> float:
-        return float(np.linalg.norm(W))
+    def value(self, W: np.ndarray) -> np.ndarray:
+        if W.ndim == 2:  # np.linalg.norm's own (dot-product) sum, as norm_fro always had
+            return np.linalg.norm(W)
+        return np.linalg.norm(W, axis=(-2, -1))
 
 
 class Nuclear:
@@ -51,11 +55,89 @@ class Nuclear:
             return svm.w_mm_nuc_batch(problems, cfg, feasible=[True] * len(problems))
         return [svm.w_mm_nuc(X, Z, alpha, cfg) for X, Z, alpha in problems]
 
-    def value(self, W: np.ndarray) -> float:
-        return float(np.linalg.norm(W, "nuc"))
+    def value(self, W: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(W, "nuc", axis=(-2, -1))
 
 
-BUILTIN = {norm.name: norm for norm in (Frobenius, Nuclear)}
+class Spectral:
+    """min ||W||_2 (largest singular value): an SDP in the reduced space (svm.reduced_cvx_svm),
+    the conjectured limit of spectral steepest descent. Its optimum need not be unique.
+    Clarabel often cannot certify it at 1e-10: a second solve at 1e-8 (cvx.solve_laddered)."""
+
+    name = "spectral"
+
+    def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
+        return [
+            _timed(svm.reduced_cvx_svm, X, Z, alpha, cfg, "spectral", True)
+            for X, Z, alpha in problems
+        ]
+
+    def value(self, W: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(W, 2, axis=(-2, -1))
+
+
+class Entrywise:
+    """min ||vec W||_p, the lp-SVM of lp mirror descent (p = inf: the max-norm SVM of sign
+    descent). p = 1 and p = inf are LPs solved exactly (cvx.solve_lp, a vertex: one of
+    possibly many optima); 1 < p < inf a power-cone program through the cvxpy gateway, one
+    compiled model per constraint shape, re-solved with new data."""
+
+    def __init__(self, name: str, p: float):
+        self.name, self.p = name, p
+        self._models: dict[tuple[int, int], tuple] = {}
+
+    def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
+        return [_timed(self._solve_one, X, Z, alpha, cfg) for X, Z, alpha in problems]
+
+    def value(self, W: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(W.reshape(*W.shape[:-2], -1), self.p, axis=-1)
+
+    def _solve_one(self, X, Z, alpha, cfg: SolverConfig) -> svm.SVMSolution:
+        dx, zq, _ = svm.constraints(X, Z, alpha)
+        A = np.einsum("jk,jl->jkl", dx, zq).reshape(len(dx), -1)  # <A_j, W> = A vec(W), row-major
+        d = X.shape[-1]
+        if np.isinf(self.p) or self.p == 1:
+            status, w, reason = _lp_svm(A, self.p)
+        else:
+            status, w, reason = self._cone_svm(A, cfg)
+        if w is None:
+            return svm.SVMSolution(self.name, status, reason=reason)
+        sol = svm.SVMSolution(self.name, status, W=w.reshape(d, d), reason=reason)
+        return svm.check_solution(sol, X, Z, alpha, cfg)
+
+    def _cone_svm(self, A: np.ndarray, cfg: SolverConfig):
+        key = A.shape
+        if key not in self._models:
+            A_par, w = cp.Parameter(key), cp.Variable(key[1])
+            problem = cp.Problem(cp.Minimize(cp.pnorm(w, self.p)), [A_par @ w >= 1])
+            self._models[key] = (problem, A_par, w)
+        problem, A_par, w = self._models[key]
+        A_par.value = A
+        status, reason = cvx.solve_laddered(problem, cfg)
+        return status, None if w.value is None else np.array(w.value), reason
+
+
+def _lp_svm(A: np.ndarray, p: float):
+    """min ||w||_1 or ||w||_inf s.t. A w >= 1 as an LP over (w, t): |w_k| <= t_k (l1, min
+    sum t) or |w_k| <= t (max norm, min t)."""
+    m, D = A.shape
+    k = D if p == 1 else 1  # slack variables
+    expand = np.eye(D) if p == 1 else np.ones((D, 1))  # t_k or t, per entry of w
+    A_ub = np.block([[np.eye(D), -expand], [-np.eye(D), -expand], [-A, np.zeros((m, k))]])
+    b_ub = np.concatenate([np.zeros(2 * D), -np.ones(m)])
+    c = np.concatenate([np.zeros(D), np.ones(k)])
+    status, x, reason = cvx.solve_lp(c, A_ub, b_ub)
+    return status, None if x is None else x[:D], reason
+
+
+def _timed(solve, *args) -> svm.SVMSolution:
+    t0 = time.perf_counter()
+    sol = solve(*args)
+    sol.seconds = time.perf_counter() - t0
+    return sol
+
+
+BUILTIN = {norm.name: norm for norm in (Frobenius, Nuclear, Spectral)}
 
 
 def make_norm(name: str, cfg: SolverConfig):
@@ -63,6 +145,14 @@ def make_norm(name: str, cfg: SolverConfig):
     ``name`` attribute (letters, digits, _) names its columns."""
     if name in BUILTIN:
         return BUILTIN[name]()
+    if name == "max":
+        return Entrywise("max", np.inf)
+    if lp_exponent(name) == 2:  # the entrywise l2 norm is Frobenius: its exact solver
+        fro = Frobenius()
+        fro.name = name
+        return fro
+    if lp_exponent(name) is not None:
+        return Entrywise(name, lp_exponent(name))
     norm = load_object(name, "solver.norms")(cfg)
     if not re.fullmatch(r"[A-Za-z]\w*", str(getattr(norm, "name", ""))):
         raise ConfigError(
@@ -79,6 +169,14 @@ def make_norms(cfg: SolverConfig) -> list:
     if len(set(names)) < len(names):
         raise ConfigError(f"solver.norms={cfg.norms}: two norms share a column name: {names}")
     return made
+
+
+def values(norm, Ws: np.ndarray) -> np.ndarray:
+    """||W||_N of every W of a stack (..., d, d): one call for the built-ins, else a loop."""
+    if isinstance(norm, (Frobenius, Nuclear, Spectral, Entrywise)):
+        return norm.value(Ws)
+    flat = Ws.reshape(-1, *Ws.shape[-2:])
+    return np.array([float(norm.value(W)) for W in flat]).reshape(Ws.shape[:-2])
 
 
 def infeasible(name: str, reason: str = "Frobenius SVM infeasible") -> svm.SVMSolution:

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics, norms, svm
-from attnsvm.config import Generator, Init, Parameterization, RunConfig
+from attnsvm.config import Generator, Init, Optimizer, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.results import HASH_NEUTRAL_GROUPS, config_hash, flatten, plain
@@ -106,7 +106,9 @@ def opt_svm_columns(cfg: RunConfig, at_opt: dict[str, svm.SVMSolution]) -> dict:
     cols.update({f"rank_{c}": sol.rank for c, sol in named})
     cols.update({f"svm_status_{c}": sol.status for c, sol in named})
     values = {n.name: n.value for n in norms.make_norms(cfg.solver)}
-    cols.update({f"norm_{c}": values[sol.norm](sol.W) if sol.ok else None for c, sol in named})
+    cols.update(
+        {f"norm_{c}": float(values[sol.norm](sol.W)) if sol.ok else None for c, sol in named}
+    )
     return cols
 
 
@@ -137,6 +139,9 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     curves.update(
         {f"corr_{c}_opt": metrics.corr(Ws, at_opt[name].W) for c, name in columns.items()}
     )
+    curves.update(geometry_curves(cfg, inst, r, Ws, sel, at_sel))
+    if traj.v is not None:
+        curves.update(head_curves(cfg, inst, r, traj.v[:, r].cpu().double().numpy(), sel))
     fro_sel = at_sel["fro"]
     local_opt = svm.is_locally_optimal(fro_sel, gamma, sel, cfg.solver)
     own = "nuc" if cfg.parameterization.kind == Parameterization.kq else "fro"
@@ -152,6 +157,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         **opt_svm_columns(cfg, at_opt),
         **{f"rank_{c}_sel": at_sel[name].rank for c, name in columns.items()},
         **{k: float(v[-1]) for k, v in curves.items()},
+        **{f"rate_{c}": metrics.rate(traj.steps, curves[f"corr_{c}"]) for c in columns},
         "softmax_max": float(traj.softmax_max[-1, r]),
         "softmax_min": smin,
         "saturated": smin >= 1 - mcfg.delta,
@@ -180,6 +186,38 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "selected": [",".join(map(str, s)) for s in traj.selected[:, r].cpu().numpy()],
     }
     return row, pd.DataFrame(trajectory)
+
+
+def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: dict) -> dict:
+    """Per checkpoint, for every SVM norm N at the selected tokens: the margin ratio
+    gamma_N(W) / gamma_N* (``margin_<N>``), and for mirror descent the Bregman divergence of
+    its potential (``bregman_<N>``, FOLLOWUPS.md §3)."""
+    X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
+    least = svm.min_margins(Ws, X, Z, sel, _mask(inst, r))  # (C,)
+    made = {n.name: n for n in norms.make_norms(cfg.solver)}
+    md = cfg.optimizer.kind == Optimizer.md
+    curves = {}
+    for name, sol in at_sel.items():
+        c, norm = norms.column(name), made[name]
+        best = float(norm.value(sol.W)) if sol.ok else None
+        curves[f"margin_{c}"] = metrics.margin_ratio(norms.values(norm, Ws), least, best)
+        if md:
+            curves[f"bregman_{c}"] = metrics.bregman(sol.W, Ws, cfg.optimizer.p)
+    return curves
+
+
+def head_curves(cfg: RunConfig, inst: Instances, r: int, vs: np.ndarray, sel) -> dict:
+    """A trained head v (C, d) against the hard-margin classifier of the selected tokens,
+    v^mm = argmin ||v|| s.t. Y_i v^T x_{i alpha_i} >= 1 (``corr_v_mm``); for mirror descent
+    also the Bregman divergence to the lp one (``bregman_v``)."""
+    X, Y = inst.X[r].cpu().double().numpy(), inst.Y[r].cpu().double().numpy()
+    rows = Y[:, None] * X[np.arange(len(sel)), sel]  # (n, d)
+    v_mm = svm.v_mm(rows, 2.0, cfg.solver)
+    curves = {"corr_v_mm": metrics.corr(vs[:, :, None], None if v_mm is None else v_mm[:, None])}
+    if cfg.optimizer.kind == Optimizer.md:
+        v_p = svm.v_mm(rows, cfg.optimizer.p, cfg.solver)
+        curves["bregman_v"] = metrics.bregman(v_p, vs[:, :, None], cfg.optimizer.p)
+    return curves
 
 
 def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int, at_opt=None) -> dict:
@@ -249,7 +287,7 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
         params, cone_info = cone_params(cfg, inst)
     traj = train(
         inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params,
-        engine=cfg.train_engine, threads=cfg.threads,
+        engine=cfg.train_engine, threads=cfg.threads, train_head=cfg.head.train,
     )  # fmt: skip
     train_seconds = (time.perf_counter() - t0) / len(seeds)
     sel = traj.selected[-1].cpu().numpy()

@@ -300,12 +300,69 @@ def _regpath_row(rows: list[dict]) -> str:
     )
 
 
+def _geometry_row(rows: list[dict]) -> str:
+    """Per step rule: its predicted norm's final margin ratio against the best other norm."""
+    by_rule: dict[str, list[dict]] = {}
+    for r in rows:
+        by_rule.setdefault(r["rule"], []).append(r)
+    parts, held = [], 0
+    for rule in sorted(by_rule):
+        cells = by_rule[rule]
+        own = [r for r in cells if r["predicted"] == "True"]
+        if not own:
+            continue
+        own = own[0]
+        other = max((r for r in cells if r is not own), key=lambda r: _num(r, "margin_mean"))
+        wins = _num(own, "margin_mean") > _num(other, "margin_mean")
+        held += wins
+        parts.append(
+            f"{rule}→{own['norm']} {_num(own, 'margin_mean'):.3f} "
+            f"{'>' if wins else '<'} {other['norm']} {_num(other, 'margin_mean'):.3f}"
+        )
+    seeds = _joined(r["seeds"] for r in rows)
+    return (
+        f"| geometry, d={rows[0]['d']}, final margin ratio γ_N(W)/γ*_N (mean, {seeds} ok seeds "
+        f"per rule): predicted norm vs best other | {'; '.join(parts)} — the predicted norm "
+        f"wins for {held} of {len(parts)} step rules |"
+    )
+
+
+def _rates_row(rows: list[dict]) -> str:
+    """Median slope of log(1 - corr(W, W^mm)) vs log t for the rules that target W^mm."""
+    fro = {
+        r["rule"]: r for r in rows if r["norm"] == "fro" and r["rule"] in ("ngd", "gd", "polyak")
+    }
+    parts = [
+        f"{rule} {float(r['rate_median'] or 'nan'):.2f} "
+        f"({r['rate_fitted']} of {r['seeds']} seeds fitted)"
+        for rule, r in sorted(fro.items())
+    ]
+    what = "rates: median slope of log(1 − corr(W, W^mm)) vs log t, last two decades"
+    return f"| {what} | {'; '.join(parts)} |"
+
+
+def _mirror_row(rows: list[dict]) -> str:
+    """Final mean Bregman divergence of each p-path (N(0,1) init) to each lp-SVM."""
+    cols = [c for c in rows[0] if c.startswith("bregman_l")]  # the lp-SVMs
+    parts = []
+    for r in sorted((r for r in rows if r["init"] == "normal"), key=lambda r: r["rule"]):
+        ds = ", ".join(
+            f"{c.removeprefix('bregman_').replace('p', '.')} {_small(_num(r, c))}" for c in cols
+        )
+        parts.append(f"{r['rule']}: {ds}")
+    what = "mirror, final mean Bregman divergence D_p to the lp-SVMs (N(0,1) init)"
+    return f"| {what} | {'; '.join(parts)} |"
+
+
 HEADLINES = [  # (published table, row renderer)
     ("local_summary.csv", _local_row),
     ("rank_summary.csv", _rank_row),
     ("overparam_summary.csv", _overparam_row),
     ("multitoken_table.csv", _multitoken_row),
     ("regpath_summary.csv", _regpath_row),
+    ("geometry_table.csv", _geometry_row),
+    ("rates_geometry_table.csv", _rates_row),
+    ("mirror_table.csv", _mirror_row),
 ]
 
 

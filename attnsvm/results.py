@@ -67,8 +67,8 @@ HASH_NEUTRAL_DEFAULTS = {
         "ids": None,
         "labels": None,
     },
-    "head": {"kwargs": {}},
-    "optimizer": {"kwargs": {}},
+    "head": {"kwargs": {}, "train": False},
+    "optimizer": {"kwargs": {}, "p": 2.0, "normalize": True, "betas": [0.9, 0.999]},
     "solver": {"norms": ["fro", "nuc"]},
 }
 

@@ -89,7 +89,7 @@ def w_mm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> 
     """Frobenius-norm attention SVM W^mm_alpha for one instance (X (n,T,d), Z (n,d))."""
     t0 = time.perf_counter()
     if cfg.frobenius == FroMethod.cvxpy:
-        sol = _cvx_solve(X, Z, alpha, cfg, "fro")
+        sol = reduced_cvx_svm(X, Z, alpha, cfg, "fro")
     else:
         sol = _fro_nnls(X, Z, alpha)
     sol.seconds = time.perf_counter() - t0
@@ -140,7 +140,7 @@ def w_mm_nuc(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig)
     if cfg.backend == Backend.IPM:
         return w_mm_nuc_batch([(X, Z, alpha)], cfg)[0]
     t0 = time.perf_counter()
-    sol = _cvx_solve(X, Z, alpha, cfg, "nuc")
+    sol = reduced_cvx_svm(X, Z, alpha, cfg, "nuc")
     sol.seconds = time.perf_counter() - t0
     return check_solution(sol, X, Z, alpha, cfg) if sol.W is not None else sol
 
@@ -174,7 +174,7 @@ def w_mm_nuc_batch(
             if st == OPTIMAL:
                 sols[k] = SVMSolution("nuc", OPTIMAL, W=U @ W @ V.T)
             else:  # rare: the plain per-instance model decides
-                sols[k] = _cvx_solve(*problems[k], cfg, "nuc")
+                sols[k] = reduced_cvx_svm(*problems[k], cfg, "nuc")
                 sols[k].reason = f"interior point {st}; cvxpy: {sols[k].reason or 'ok'}"
     seconds = (time.perf_counter() - t0) / max(len(problems), 1)
     for sol, (X, Z, alpha) in zip(sols, problems, strict=True):
@@ -184,8 +184,10 @@ def w_mm_nuc_batch(
     return sols
 
 
-def _cvx_solve(X, Z, alpha, cfg: SolverConfig, norm: str) -> SVMSolution:
-    """cvxpy model in the reduced space: one matrix inequality A_red vec(W_red) >= 1."""
+def reduced_cvx_svm(X, Z, alpha, cfg: SolverConfig, norm: str, ladder: bool = False) -> SVMSolution:
+    """cvxpy model in the reduced space: one matrix inequality A_red vec(W_red) >= 1. The
+    reduction keeps the optimum of a unitarily invariant norm: fro, nuc, spectral. ``ladder``:
+    retry an uncertified solve at a looser tolerance (cvx.solve_laddered)."""
     dx, zq, _ = constraints(X, Z, alpha)
     U, V = _reduced_basis(dx), _reduced_basis(Z)  # (d, p), (d, q)
     p, q = U.shape[1], V.shape[1]
@@ -193,9 +195,9 @@ def _cvx_solve(X, Z, alpha, cfg: SolverConfig, norm: str) -> SVMSolution:
         return SVMSolution(norm, INFEASIBLE, reason="every constraint matrix is zero")
     a_red = np.einsum("jp,jq->jqp", dx @ U, zq @ V).reshape(len(dx), q * p)  # column-major vec
     Wr = cp.Variable((p, q))
-    objective = cp.normNuc(Wr) if norm == "nuc" else cp.sum_squares(Wr)
+    objective = {"nuc": cp.normNuc, "spectral": cp.sigma_max}.get(norm, cp.sum_squares)(Wr)
     prob = cp.Problem(cp.Minimize(objective), [a_red @ cp.vec(Wr, order="F") >= 1])
-    status, reason = cvx.solve(prob, cfg)
+    status, reason = (cvx.solve_laddered if ladder else cvx.solve)(prob, cfg)
     if status in (INFEASIBLE, SOLVER_ERROR):
         return SVMSolution(norm, status, reason=reason)
     return SVMSolution(norm, status, W=U @ Wr.value @ V.T, reason=reason)
@@ -215,3 +217,26 @@ def is_locally_optimal(
         return False
     sel = gamma[np.arange(len(alpha)), alpha][:, None]  # (n, 1)
     return bool(np.all(~support_tokens(sol, cfg) | (gamma < sel)))
+
+
+def min_margins(Ws: np.ndarray, X, Z, alpha, mask: np.ndarray | None = None) -> np.ndarray:
+    """min over (i, t != alpha_i, t visible) of (x_{i alpha_i} - x_it)^T W z_i for each W of
+    Ws (C, d, d): (C,), the unnormalized margin of every checkpoint at alpha."""
+    scores = np.einsum("ntd,cde,ne->cnt", X, Ws, Z)  # (C, n, T) a_it
+    rows = np.arange(len(alpha))
+    m = scores[:, rows, alpha][:, :, None] - scores
+    hidden = np.zeros(m.shape[1:], dtype=bool) if mask is None else ~mask
+    hidden[rows, alpha] = True
+    return np.where(hidden, np.inf, m).reshape(len(Ws), -1).min(-1)
+
+
+def v_mm(rows: np.ndarray, p: float, cfg: SolverConfig) -> np.ndarray | None:
+    """The hard-margin classifier without intercept, argmin ||v||_p s.t. rows v >= 1 (rows
+    (n, d) = Y_i x_{i alpha_i}): exact least-distance dual for p = 2, else the cvxpy gateway;
+    None when no v separates (or the solver fails)."""
+    if p == 2:
+        u, slack = least_distance_dual(rows @ rows.T)
+        return rows.T @ u / slack if slack > 1e-12 else None
+    v = cp.Variable(rows.shape[1])
+    status, _ = cvx.solve(cp.Problem(cp.Minimize(cp.pnorm(v, p)), [rows @ v >= 1]), cfg)
+    return np.array(v.value) if status in (OPTIMAL, INACCURATE) else None

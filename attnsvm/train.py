@@ -24,6 +24,7 @@ from attnsvm.config import (
     ParameterizationConfig,
 )
 from attnsvm.data import Instances
+from attnsvm.heads import LinearHead
 from attnsvm.optim import make_optimizer
 
 INIT_SEED_OFFSET = 1_000_000_007  # init draws use their own stream: seed + offset
@@ -42,6 +43,12 @@ def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor, mask=None):
 def loss_and_grad_w(W: torch.Tensor, inst: Instances, head, with_loss: bool = True):
     """Logistic loss (R,) (None unless ``with_loss``), softmax s (R, n, T) and dL/dW (R, d, d)
     for the head's outputs."""
+    loss, s, grad, _ = loss_and_grads(W, inst, head, with_loss)
+    return loss, s, grad
+
+
+def loss_and_grads(W: torch.Tensor, inst: Instances, head, with_loss: bool = True):
+    """``loss_and_grad_w`` and dL/df (R, n), what a trained head's gradient is made of."""
     X, Y, Z = inst.X, inst.Y, inst.Z
     n = X.shape[1]
     s = softmax_probs(W, X, Z, getattr(inst, "mask", None))
@@ -52,7 +59,13 @@ def loss_and_grad_w(W: torch.Tensor, inst: Instances, head, with_loss: bool = Tr
     G = c.unsqueeze(-1) * s * head.centred_values(s)  # (R, n, T) dL/da_it
     u = matmul(G.unsqueeze(-2), X).squeeze(-2)  # (R, n, d) sum_t G_it x_it
     grad = matmul(u.transpose(-1, -2), Z)  # (R, d, d) sum_i u_i z_i^T
-    return loss, s, grad
+    return loss, s, grad, c
+
+
+def grad_v(inst: Instances, s: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """dL/dv (R, d) of the linear head f_i = v^T xbar_i: sum_i c_i xbar_i, xbar_i = X_i^T s_i."""
+    xbar = matmul(s.unsqueeze(-2), inst.X).squeeze(-2)  # (R, n, d)
+    return matmul(c.unsqueeze(-2), xbar).squeeze(-2)  # (R, d)
 
 
 def frob(A: torch.Tensor) -> torch.Tensor:
@@ -118,6 +131,7 @@ class Trajectory:
     softmax_min_max: torch.Tensor  # (C, R) min_i max_t s_it
     selected: torch.Tensor  # (C, R, n) argmax_t s_it
     final_softmax: torch.Tensor  # (R, n, T)
+    v: torch.Tensor | None = None  # (C, R, d) the trained linear head (head.train=true)
 
     @property
     def final_W(self) -> torch.Tensor:
@@ -137,12 +151,15 @@ def train(
     params: Params | None = None,
     engine: Engine = Engine.torch,
     threads: int = 1,
+    train_head: bool = False,
 ) -> Trajectory:
-    """Run ``ocfg.steps`` steps of (normalized) GD; checkpoint every k steps and at the end.
+    """Run ``ocfg.steps`` steps of the configured step rule; checkpoint every k steps and at
+    the end. ``train_head``: the linear head's v (from ``inst.v``) is trained too, by its own
+    instance of the rule (normalized by its own gradient norm).
 
     ``engine=fused`` hands the whole run to the C kernel (``attnsvm.fused``; ``threads`` groups
     of seeds at once). Here, with torch, loss, penalty and ||grad|| are only formed at
-    checkpoints, into preallocated buffers; the update is the same arithmetic at every step.
+    checkpoints (or every step for a rule that needs the loss), into preallocated buffers.
     """
     if engine == Engine.fused:
         from attnsvm.fused import train_fused  # imports this module
@@ -150,50 +167,92 @@ def train(
         return train_fused(inst, head, pcfg, ocfg, params, threads)
     R, n, _, d = inst.X.shape
     p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
-    rule = make_optimizer(ocfg)
-    kq = p.W is None
+    names = ["W"] if p.W is not None else ["K", "Q"]
+    rules = {name: make_optimizer(ocfg) for name in names + ["v"] * train_head}
+    needs_loss = getattr(rules[names[0]], "needs_loss", False)
+    floor = loss_floor(inst, head) if needs_loss and not train_head else 0.0
+    v = inst.v.clone() if train_head else None
     ckpts = checkpoint_steps(ocfg.steps, ocfg.checkpoint_every)
-    like = dict(dtype=inst.X.dtype, device=inst.X.device)
+    rec = _empty_trajectory(ckpts, R, n, d, inst.X, train_head)
+    c, C = 0, len(ckpts)
+    for k in range(ocfg.steps + 1):
+        at_ckpt = c < C and ckpts[c] == k
+        if train_head:
+            head = LinearHead(inst, v)
+        loss, s, grads, norms = _loss_and_grads(p, inst, head, pcfg, at_ckpt or needs_loss)
+        if train_head:
+            grads["v"] = grad_v(inst, s, norms.pop("c"))
+            norms["v"] = frob(grads["v"].unsqueeze(-1))
+        if at_ckpt:
+            _record(rec, c, p, loss, s, norms, names, v)
+            c += 1
+        if k == ocfg.steps:
+            break
+        extra = {"loss": loss - floor} if needs_loss else {}
+        for name, rule in rules.items():
+            value = v if name == "v" else getattr(p, name)
+            new = rule.update(value, grads[name], norms[name], **extra)
+            if name == "v":
+                v = new
+            else:
+                setattr(p, name, new)
+    rec.final_softmax = s
+    return rec
+
+
+def loss_floor(inst: Instances, head) -> torch.Tensor:
+    """(R,) the loss when every sequence's softmax is one-hot on its best token:
+    mean_i min_t softplus(-Y_i f_i(e_t)). Attention can only approach it by saturating; for
+    the linear head it is the infimum over W, the optimal value a Polyak step needs (with a
+    trained head the infimum is 0)."""
+    R, n, T, _ = inst.X.shape
+    eye = torch.eye(T, dtype=inst.X.dtype, device=inst.X.device)
+    f = torch.stack([head.output(eye[t].expand(R, n, T)) for t in range(T)], -1)  # (R, n, T)
+    best = (inst.Y[..., None] * f).max(-1).values  # (R, n)
+    return sum_last(elementwise(F.softplus, -best)) / n
+
+
+def _empty_trajectory(ckpts, R, n, d, like_t, train_head) -> Trajectory:
+    """Preallocated checkpoint buffers."""
     C = len(ckpts)
-    rec = Trajectory(
+    like = dict(dtype=like_t.dtype, device=like_t.device)
+    return Trajectory(
         steps=ckpts,
         W=torch.empty(C, R, d, d, **like),
         loss=torch.empty(C, R, **like),
         grad_norm=torch.empty(C, R, **like),
         softmax_max=torch.empty(C, R, **like),
         softmax_min_max=torch.empty(C, R, **like),
-        selected=torch.empty(C, R, n, dtype=torch.long, device=inst.X.device),
+        selected=torch.empty(C, R, n, dtype=torch.long, device=like_t.device),
         final_softmax=None,
+        v=torch.empty(C, R, d, **like) if train_head else None,
     )
-    c = 0
-    for k in range(ocfg.steps + 1):
-        at_ckpt = c < C and ckpts[c] == k
-        W = p.attention_matrix()
-        loss, s, gW = loss_and_grad_w(W, inst, head, with_loss=at_ckpt)
-        if kq:  # chain rule to the factors, plus the vanishing penalty
-            gK = matmul(gW, p.Q) + 2 * pcfg.penalty * p.K
-            gQ = matmul(gW.transpose(-1, -2), p.K) + 2 * pcfg.penalty * p.Q
-            nK, nQ = frob(gK), frob(gQ)
-        else:
-            gnorm = frob(gW)
-        if at_ckpt:
-            if kq:
-                loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
-                gnorm = torch.sqrt(nK**2 + nQ**2)
-            smax = s.max(dim=-1)
-            rec.W[c] = W
-            rec.loss[c] = loss
-            rec.grad_norm[c] = gnorm
-            rec.softmax_max[c] = sum_last(smax.values) / n
-            rec.softmax_min_max[c] = smax.values.min(-1).values
-            rec.selected[c] = smax.indices
-            c += 1
-        if k == ocfg.steps:
-            break
-        if kq:
-            p.K = rule.update(p.K, gK, nK)
-            p.Q = rule.update(p.Q, gQ, nQ)
-        else:
-            p.W = rule.update(p.W, gW, gnorm)
-    rec.final_softmax = s
-    return rec
+
+
+def _loss_and_grads(p: Params, inst, head, pcfg, with_loss: bool):
+    """Loss (penalty included for (K,Q)), softmax, gradients and their per-seed norms by
+    parameter name ("W", or "K" and "Q"); norms["c"] is dL/df for a trained head."""
+    W = p.attention_matrix()
+    loss, s, gW, c = loss_and_grads(W, inst, head, with_loss)
+    if p.W is not None:
+        return loss, s, {"W": gW}, {"W": frob(gW), "c": c}
+    gK = matmul(gW, p.Q) + 2 * pcfg.penalty * p.K  # chain rule, plus the vanishing penalty
+    gQ = matmul(gW.transpose(-1, -2), p.K) + 2 * pcfg.penalty * p.Q
+    if with_loss:
+        loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
+    return loss, s, {"K": gK, "Q": gQ}, {"K": frob(gK), "Q": frob(gQ), "c": c}
+
+
+def _record(rec: Trajectory, c: int, p: Params, loss, s, norms, names, v) -> None:
+    """Checkpoint c: W, loss, ||grad|| of the attention parameters, softmax statistics."""
+    n = s.shape[1]
+    gnorm = norms[names[0]] if len(names) == 1 else torch.sqrt(norms["K"] ** 2 + norms["Q"] ** 2)
+    smax = s.max(dim=-1)
+    rec.W[c] = p.attention_matrix()
+    rec.loss[c] = loss
+    rec.grad_norm[c] = gnorm
+    rec.softmax_max[c] = sum_last(smax.values) / n
+    rec.softmax_min_max[c] = smax.values.min(-1).values
+    rec.selected[c] = smax.indices
+    if v is not None:
+        rec.v[c] = v
