@@ -3,13 +3,14 @@
 # private MariaDB) on this machine, as root and without systemd: for the cluster test tier
 # (tests/test_cluster_slurm.py) and for trying `hydra/launcher=slurm` for real.
 #
-#   .ci/slurm-cluster.sh up       # install what is missing, (re)start what is not healthy
+#   .ci/slurm-cluster.sh up       # install what is missing, start every daemon not running
 #   .ci/slurm-cluster.sh status   # exit 0 when every daemon answers and the node is usable
 #   .ci/slurm-cluster.sh down     # stop every daemon it started (by pid), cancel every job
 #
-# Idempotent: `up` on a healthy cluster does nothing; daemons left by an earlier run, stale pid
-# files and Slurm or MariaDB processes holding the ports (6817-6819, 3307) are stopped first.
-# A port held by anything else is an error naming the process. State, logs and the database
+# Idempotent: `up` on a healthy cluster does nothing, and otherwise starts only the daemons that
+# are not running (their pid files say), so it also restarts a killed slurmd under running jobs.
+# A stale pid file is removed; a Slurm or MariaDB process from an earlier run that holds a port
+# (6817-6819, 3307) without a pid file is stopped; a port held by anything else is an error. State, logs and the database
 # live in $ATTNSVM_SLURM_DIR (default /var/tmp/attnsvm-slurm); the configuration goes where
 # Slurm's own commands look for it (/etc/slurm). Logs: $ATTNSVM_SLURM_DIR/log/*.log.
 set -euo pipefail
@@ -140,7 +141,9 @@ EOF
     chmod 600 /etc/slurm/slurmdbd.conf
 }
 
-healthy() {
+healthy() {  # every daemon runs (its pid file) and answers, and the node takes jobs
+    local name
+    for name in "${DAEMONS[@]}"; do pid_of "$name" >/dev/null || return 1; done
     munge -n 2>/dev/null | unmunge >/dev/null 2>&1 &&
         scontrol ping 2>/dev/null | grep -q "is UP" &&
         sacctmgr -n show cluster format=cluster 2>/dev/null | grep -qw "$CLUSTER" &&
@@ -160,28 +163,36 @@ start_munge() {
 
 db() { mariadb --socket="$D/mysql.sock" -uroot "$@"; }
 
+start() {  # start NAME PORT COMMAND...: unless NAME runs (its pid file), free PORT and start it
+    local name=$1 port=$2
+    shift 2
+    pid_of "$name" >/dev/null && return 0
+    free_port "$port"
+    say "starting $name"
+    "$@" >>"$D/log/$name.out" 2>&1 &
+}
+
 start_mariadb() {
     if [ ! -d "$D/mysql/mysql" ]; then
         mariadb-install-db --datadir="$D/mysql" --user=root --skip-test-db \
             >"$D/log/mariadb-install.log" 2>&1 || die "mariadb-install-db failed: $D/log"
     fi
-    mariadbd --no-defaults --user=root --datadir="$D/mysql" --socket="$D/mysql.sock" \
-        --port=$DB_PORT --bind-address=127.0.0.1 --skip-name-resolve \
-        --pid-file="$(pidfile mariadbd)" --log-error="$D/log/mariadb.log" \
-        >>"$D/log/mariadb.out" 2>&1 &
+    start mariadbd $DB_PORT mariadbd --no-defaults --user=root --datadir="$D/mysql" \
+        --socket="$D/mysql.sock" --port=$DB_PORT --bind-address=127.0.0.1 --skip-name-resolve \
+        --pid-file="$(pidfile mariadbd)" --log-error="$D/log/mariadb.log"
     wait_for 60 MariaDB db -e 'select 1'
     db -e "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';
            GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
 }
 
 start_slurm() {
-    slurmdbd -D >>"$D/log/slurmdbd.out" 2>&1 &
+    start slurmdbd 6819 slurmdbd -D
     wait_for 60 slurmdbd sacctmgr -n show cluster
     sacctmgr -n show cluster format=cluster | grep -qw "$CLUSTER" ||
         sacctmgr -i add cluster "$CLUSTER" >/dev/null
-    slurmctld -D -i >>"$D/log/slurmctld.out" 2>&1 &
+    start slurmctld 6817 slurmctld -D -i
     wait_for 60 slurmctld sh -c 'scontrol ping | grep -q "is UP"'
-    slurmd -D -N "$NODE" >>"$D/log/slurmd.out" 2>&1 &
+    start slurmd 6818 slurmd -D -N "$NODE"
     wait_for 60 "slurmd (node $NODE idle)" sh -c "sinfo -h -n $NODE -o %t | grep -Eq '^(idle|mix|alloc)'"
 }
 
@@ -209,7 +220,6 @@ up() {
         say "already up (cluster $CLUSTER, node $NODE)"
         return 0
     fi
-    down
     start_munge
     start_mariadb
     start_slurm
