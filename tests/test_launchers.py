@@ -4,6 +4,7 @@ hydra-submitit-launcher's local executor (hydra/launcher=submitit_local), resume
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pandas as pd
 import pytest
@@ -74,11 +75,13 @@ def test_submitit_sweep_resumes_and_records_its_jobs(sweeps):
     reason="hydra-ray-launcher not installed: it needs its own venv (.[ray], docs/scaling.md)",
 )
 def test_ray_gives_the_same_rows(sweeps, tmp_path):
-    args = [
-        "hydra/launcher=ray_cluster",
-        "+hydra.launcher.ray.init.num_cpus=2",
-        "+hydra.launcher.ray.init.include_dashboard=false",
-    ]
+    """On the Ray cluster $RAY_ADDRESS names (.ci/ray-cluster.sh test), else a local Ray."""
+    args = ["hydra/launcher=ray_cluster"]
+    if not os.environ.get("RAY_ADDRESS"):
+        args += [
+            "+hydra.launcher.ray.init.num_cpus=2",
+            "+hydra.launcher.ray.init.include_dashboard=false",
+        ]
     res = run_cli(*SWEEP, *args, f"hydra.sweep.dir={tmp_path}", multirun=True, timeout=600)
     assert res.returncode == 0, res.stdout
     pd.testing.assert_frame_equal(
