@@ -87,3 +87,21 @@ def test_ray_gives_the_same_rows(sweeps, tmp_path):
     pd.testing.assert_frame_equal(
         sweep_table(tmp_path), sweep_table(next(iter(sweeps.values()))), check_exact=True
     )
+
+
+@pytest.mark.skipif(not HAS_SUBMITIT, reason="hydra-submitit-launcher not installed (.[slurm])")
+@pytest.mark.parametrize("timeout_min, delay_s", [(1, 6), (10, 60), (20, 120), (600, 120)])
+def test_slurm_preset_signals_a_tenth_of_the_time_limit_before_it(timeout_min, delay_s):
+    from hydra import compose, initialize_config_dir
+
+    from attnsvm.config import register_configs
+    from conftest import CONF_DIR
+
+    register_configs()
+    overrides = ["hydra/launcher=slurm", f"hydra.launcher.timeout_min={timeout_min}"]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_ == "hydra_plugins.attnsvm_slurm.SlurmLauncher"
+    assert launcher.signal_delay_s == delay_s
+    assert launcher.max_num_timeout == 0
