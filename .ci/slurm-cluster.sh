@@ -5,7 +5,8 @@
 #
 #   .ci/slurm-cluster.sh up       # install what is missing, start every daemon not running
 #   .ci/slurm-cluster.sh status   # exit 0 when every daemon answers and the node is usable
-#   .ci/slurm-cluster.sh down     # stop every daemon it started (by pid), cancel every job
+#   .ci/slurm-cluster.sh down     # cancel every job, stop the daemons (by pid; munged if it
+#                                 # started it)
 #
 # Idempotent: `up` on a healthy cluster does nothing, and otherwise starts only the daemons that
 # are not running (their pid files say), so it also restarts a killed slurmd under running jobs.
@@ -20,7 +21,7 @@ CLUSTER=attnsvm
 NODE=attnsvm-node
 DB_PORT=3307
 PACKAGES=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server)
-DAEMONS=(slurmd slurmctld slurmdbd mariadbd)  # stop order; munged is shared and left running
+DAEMONS=(slurmd slurmctld slurmdbd mariadbd)  # stop order; then munged if `up` started it
 
 say() { echo "slurm-cluster: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -159,6 +160,7 @@ start_munge() {
     rm -f /run/munge/munged.pid
     runuser -u munge -- /usr/sbin/munged --force
     wait_for 20 munged sh -c 'munge -n | unmunge'
+    touch "$D/run/munged.ours"  # `down` stops a munged it started, never one it found running
 }
 
 db() { mariadb --socket="$D/mysql.sock" -uroot "$@"; }
@@ -209,6 +211,14 @@ down() {
         fi
     done
     for port in 6818 6817 6819 $DB_PORT; do free_port "$port"; done
+    if [ -e "$D/run/munged.ours" ] && [ -s /run/munge/munged.pid ]; then
+        pid=$(cat /run/munge/munged.pid)
+        if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = munged ]; then
+            say "stopping munged (pid $pid)"
+            stop_pid "$pid" munged
+        fi
+    fi
+    rm -f "$D/run/munged.ours"
 }
 
 up() {

@@ -63,10 +63,12 @@ if submitit_launcher is not None:
             jobs = []
             try:
                 jobs = self._submit(job_overrides, initial_job_idx)
-                self._wait(jobs)
+                errors = self._wait(jobs)
                 return [
-                    self._result(job, list(overrides), initial_job_idx + i)
-                    for i, (job, overrides) in enumerate(zip(jobs, job_overrides, strict=True))
+                    self._result(job, error, list(overrides), initial_job_idx + i)
+                    for i, (job, error, overrides) in enumerate(
+                        zip(jobs, errors, job_overrides, strict=True)
+                    )
                 ]
             except BaseException:
                 cancel(jobs)
@@ -112,33 +114,28 @@ if submitit_launcher is not None:
                 )
             return executor.map_array(self, *zip(*args, strict=True))
 
-        def _wait(self, jobs: list) -> None:
-            """Until every task has a result or Slurm says it ended; a task whose Python raised
-            (not a job attnsvm recorded as failed) stops the sweep (the caller cancels)."""
+        def _wait(self, jobs: list) -> list:
+            """Until every task has a result or Slurm says it ended; returns each task's error
+            (None: it has a result). A task whose Python raised outside attnsvm's own recording
+            (an invalid config) stops the sweep: the caller cancels the others."""
             from submitit.core.utils import FailedJobError
 
-            pending = list(jobs)
-            while pending:
-                if pending[0].watcher is not None:
-                    pending[0].watcher.update()  # one sacct call for the whole array
-                still = []
-                for job in pending:
-                    if not job.done():
-                        still.append(job)
-                    elif isinstance(job.exception(), FailedJobError):
-                        raise job.exception()
-                pending = still
-                if pending:
+            errors: dict[int, Exception | None] = {}
+            while len(errors) < len(jobs):
+                jobs[0].watcher.update()  # one sacct call for the whole array
+                for i, job in enumerate(jobs):
+                    if i not in errors and job.done():
+                        errors[i] = job.exception()  # waits for a late result file, once
+                        if isinstance(errors[i], FailedJobError):
+                            raise errors[i]
+                if len(errors) < len(jobs):
                     time.sleep(POLL_S)
+            return [errors[i] for i in range(len(jobs))]
 
-        def _result(self, job, overrides: list[str], num: int) -> JobReturn:
+        def _result(self, job, error: Exception | None, overrides: list[str], num: int):
             """The task's JobReturn; a task without a result is recorded as a failed job."""
-            from submitit.core.utils import UncompletedJobError
-
-            try:
+            if error is None:
                 return job.results()[0]
-            except UncompletedJobError:
-                pass
             state = job.watcher.get_state(job.job_id, mode="force")
             return self._record_lost(overrides, num, job.job_id, state)
 
