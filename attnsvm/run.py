@@ -113,6 +113,24 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     return "finished"
 
 
+def record_lost_job(
+    cfg: DictConfig, out: Path, sweep_dir: Path, error: str, **extra
+) -> Path | None:
+    """Record in job.json that a job died outside Python (a scheduler cancelled or killed it, its
+    node failed): ``status: failed``, ``error``, and ``extra`` (e.g. Slurm's state). Called by the
+    launcher that saw it die (hydra_plugins/attnsvm_slurm). Finished results are never touched;
+    returns the job directory written, or None when the job's results are complete."""
+    run = to_run_config(cfg)
+    chash = config_hash(run)
+    if find_finished(chash, out, sweep_dir) is not None:
+        return None
+    out = claim_job_dir(out, chash)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json({**job_record(run), "status": "failed", "error": error, **extra}, out / JOB)
+    log.error("job %s failed: %s (recorded in %s)", chash, error, out / JOB)
+    return out
+
+
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_MODULE}", config_name="config")
 def main(cfg: DictConfig) -> str:
     hc = HydraConfig.get()

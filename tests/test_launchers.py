@@ -4,6 +4,7 @@ hydra-submitit-launcher's local executor (hydra/launcher=submitit_local), resume
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pandas as pd
 import pytest
@@ -74,13 +75,33 @@ def test_submitit_sweep_resumes_and_records_its_jobs(sweeps):
     reason="hydra-ray-launcher not installed: it needs its own venv (.[ray], docs/scaling.md)",
 )
 def test_ray_gives_the_same_rows(sweeps, tmp_path):
-    args = [
-        "hydra/launcher=ray_cluster",
-        "+hydra.launcher.ray.init.num_cpus=2",
-        "+hydra.launcher.ray.init.include_dashboard=false",
-    ]
+    """On the Ray cluster $RAY_ADDRESS names (.ci/ray-cluster.sh test), else a local Ray."""
+    args = ["hydra/launcher=ray_cluster"]
+    if not os.environ.get("RAY_ADDRESS"):
+        args += [
+            "+hydra.launcher.ray.init.num_cpus=2",
+            "+hydra.launcher.ray.init.include_dashboard=false",
+        ]
     res = run_cli(*SWEEP, *args, f"hydra.sweep.dir={tmp_path}", multirun=True, timeout=600)
     assert res.returncode == 0, res.stdout
     pd.testing.assert_frame_equal(
         sweep_table(tmp_path), sweep_table(next(iter(sweeps.values()))), check_exact=True
     )
+
+
+@pytest.mark.skipif(not HAS_SUBMITIT, reason="hydra-submitit-launcher not installed (.[slurm])")
+@pytest.mark.parametrize("timeout_min, delay_s", [(1, 6), (10, 60), (20, 120), (600, 120)])
+def test_slurm_preset_signals_a_tenth_of_the_time_limit_before_it(timeout_min, delay_s):
+    from hydra import compose, initialize_config_dir
+
+    from attnsvm.config import register_configs
+    from conftest import CONF_DIR
+
+    register_configs()
+    overrides = ["hydra/launcher=slurm", f"hydra.launcher.timeout_min={timeout_min}"]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_ == "hydra_plugins.attnsvm_slurm.SlurmLauncher"
+    assert launcher.signal_delay_s == delay_s
+    assert launcher.max_num_timeout == 0

@@ -1,0 +1,181 @@
+"""``hydra/launcher=slurm``: hydra-submitit-launcher's Slurm job array, made safe for sweeps.
+
+python -m attnsvm.run -m +sweeps=rank hydra/launcher=slurm hydra.sweep.dir=/shared/rank
+
+The preset (conf/hydra/launcher/slurm.yaml) names :class:`SlurmLauncher`, which submits exactly
+as hydra-submitit-launcher does and differs in how it waits. A real cluster showed that the
+plugin's launcher stops at the first failed array task and leaves the others running; this one
+waits for every task, and
+
+- a task that ends without a result (``scancel``, killed at its time limit, node failure, out of
+  memory) gets ``status: failed`` in its job.json with Slurm's state (``slurm_state``,
+  ``slurm_job_id``, error ``Slurm job 12_3 ended without a result: CANCELLED by 0``); the
+  sweep goes on, its summary lists the job, and a re-run recomputes it;
+- a task whose Python raised outside attnsvm's own recording (an invalid config) stops the
+  sweep as before, after cancelling the array's other tasks;
+- if the launching process itself fails or is interrupted, every task of the array is cancelled:
+  no job of the sweep is left in the queue.
+
+Task states come from ``sacct``: the cluster needs accounting (slurmdbd), or a cancelled task is
+never seen to end. The resolver ``attnsvm_signal_delay`` gives the preset's ``signal_delay_s``
+relative to the time limit (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra.core.utils import JobReturn, JobStatus
+from omegaconf import OmegaConf, open_dict
+
+log = logging.getLogger(__name__)
+POLL_S = 5.0  # seconds between two sacct calls while waiting for the array
+
+
+def signal_delay_s(timeout_min: int) -> int:
+    """Seconds before the time limit at which Slurm signals the job (submitit's ``--signal``):
+    a tenth of the limit, at most submitit's 120 s. A fixed 120 s signals a 2-minute job at
+    its start, which submitit takes for a timeout."""
+    return max(1, min(120, int(timeout_min) * 6))
+
+
+if not OmegaConf.has_resolver("attnsvm_signal_delay"):
+    OmegaConf.register_new_resolver("attnsvm_signal_delay", signal_delay_s)
+
+try:
+    from hydra_plugins.hydra_submitit_launcher import submitit_launcher
+except ImportError:  # base install: the Slurm extra (.[slurm]) brings the plugin
+    submitit_launcher = None
+
+
+if submitit_launcher is not None:
+
+    class SlurmLauncher(submitit_launcher.SlurmLauncher):
+        """hydra-submitit-launcher's SlurmLauncher that waits for every task (module doc)."""
+
+        def launch(
+            self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+        ) -> Sequence[JobReturn]:
+            jobs = []
+            try:
+                jobs = self._submit(job_overrides, initial_job_idx)
+                errors = self._wait(jobs)
+                return [
+                    self._result(job, error, list(overrides), initial_job_idx + i)
+                    for i, (job, error, overrides) in enumerate(
+                        zip(jobs, errors, job_overrides, strict=True)
+                    )
+                ]
+            except BaseException:
+                cancel(jobs)
+                raise
+
+        def _submit(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
+            """Submit the array exactly as hydra-submitit-launcher 1.2's launch does (its
+            executor parameters, its job arguments); returns submitit's jobs, one per task."""
+            import submitit
+            from hydra.core.singleton import Singleton
+            from hydra.core.utils import filter_overrides
+            from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+
+            assert self.config is not None
+            init_keys = {"submitit_folder", "max_num_timeout"}
+            executor = submitit.AutoExecutor(
+                cluster="slurm",
+                folder=self.params["submitit_folder"],
+                slurm_max_num_timeout=self.params["max_num_timeout"],
+            )
+            base = set(OmegaConf.structured(BaseQueueConf).keys())
+            executor.update_parameters(
+                **{
+                    k if k in base else f"slurm_{k}": v
+                    for k, v in self.params.items()
+                    if k not in init_keys
+                }
+            )
+            sweep_dir = Path(str(self.config.hydra.sweep.dir))
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            log.info("Slurm job array for the sweep in %s", sweep_dir)
+            args = []
+            for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
+                log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
+                args.append(
+                    (
+                        list(overrides),
+                        "hydra.sweep.dir",
+                        idx,
+                        f"job_id_for_{idx}",
+                        Singleton.get_state(),
+                    )
+                )
+            return executor.map_array(self, *zip(*args, strict=True))
+
+        def _wait(self, jobs: list) -> list:
+            """Until every task has a result or Slurm says it ended; returns each task's error
+            (None: it has a result). A task whose Python raised outside attnsvm's own recording
+            (an invalid config) stops the sweep: the caller cancels the others."""
+            from submitit.core.utils import FailedJobError
+
+            errors: dict[int, Exception | None] = {}
+            while len(errors) < len(jobs):
+                jobs[0].watcher.update()  # one sacct call for the whole array
+                for i, job in enumerate(jobs):
+                    if i not in errors and job.done():
+                        errors[i] = job.exception()  # waits for a late result file, once
+                        if isinstance(errors[i], FailedJobError):
+                            raise errors[i]
+                if len(errors) < len(jobs):
+                    time.sleep(POLL_S)
+            return [errors[i] for i in range(len(jobs))]
+
+        def _result(self, job, error: Exception | None, overrides: list[str], num: int):
+            """The task's JobReturn; a task without a result is recorded as a failed job."""
+            if error is None:
+                return job.results()[0]
+            state = job.watcher.get_state(job.job_id, mode="force")
+            return self._record_lost(overrides, num, job.job_id, state)
+
+        def _record_lost(self, overrides: list[str], num: int, job_id: str, state: str):
+            from attnsvm.config import ConfigError
+            from attnsvm.run import record_lost_job
+
+            assert self.hydra_context is not None and self.config is not None
+            sweep_config = self.hydra_context.config_loader.load_sweep_config(
+                self.config, overrides
+            )
+            with open_dict(sweep_config.hydra.job):
+                sweep_config.hydra.job.num = num
+                sweep_config.hydra.job.id = job_id
+            sweep_dir = Path(str(sweep_config.hydra.sweep.dir))
+            out = sweep_dir / str(sweep_config.hydra.sweep.subdir)
+            task_cfg = OmegaConf.masked_copy(
+                sweep_config, [k for k in sweep_config if k != "hydra"]
+            )
+            error = f"Slurm job {job_id} ended without a result: {state}"
+            try:
+                where = record_lost_job(
+                    task_cfg, out, sweep_dir, error, slurm_state=state, slurm_job_id=job_id
+                )
+            except ConfigError as exc:  # the task exited on it: the sweep stops, as on any launcher
+                raise SystemExit(f"attnsvm: invalid config: {exc}") from None
+            ret = JobReturn(
+                overrides=overrides,
+                cfg=task_cfg,
+                hydra_cfg=sweep_config,
+                working_dir=str(where or out),
+                task_name=str(sweep_config.hydra.job.name),
+                status=JobStatus.COMPLETED,
+            )
+            ret.return_value = "failed" if where is not None else "finished"
+            return ret
+
+    def cancel(jobs: list) -> None:
+        """scancel the array (every task of it still queued or running): one call."""
+        arrays = sorted({str(job.job_id).split("_")[0] for job in jobs})
+        if arrays:
+            subprocess.run(["scancel", *arrays], check=False, timeout=60)
+            log.warning("cancelled Slurm job(s) %s", ", ".join(arrays))
