@@ -33,6 +33,7 @@ class Generator(str, Enum):
     file = "file"  # your instances from an .npz (dataset.path; attnsvm/userdata.py)
     callable = "callable"  # your generator function (dataset.target, dataset.kwargs)
     joint2d = "joint2d"  # the 2-D joint-training example of lp mirror descent (FOLLOWUPS §3)
+    maxmargin = "maxmargin"  # the published examples of max-margin token selection (FOLLOWUPS §1)
 
 
 class Attention(str, Enum):
@@ -44,6 +45,15 @@ class Attention(str, Enum):
 class Parameterization(str, Enum):
     w = "w"
     kq = "kq"
+    p = "p"  # one vector p per seed, logits x~_it^T p with x~ = M x (FOLLOWUPS.md §1)
+
+
+class Loss(str, Enum):
+    """l(u) of the loss (1/n) sum_i l(Y_i f_i)."""
+
+    logistic = "logistic"  # log(1 + e^-u), the paper's
+    exponential = "exponential"  # e^-u
+    correlation = "correlation"  # -u (the published loss comparison, FOLLOWUPS.md §1)
 
 
 class Init(str, Enum):
@@ -51,6 +61,7 @@ class Init(str, Enum):
     zeros = "zeros"
     normal = "normal"  # init_scale * N(0, 1)
     cone = "cone"  # c * W^mm_alpha / ||W^mm_alpha|| + noise, alpha locally optimal, not global
+    published = "published"  # dataset=maxmargin: seed s starts from the example's s-th init
 
 
 class Optimizer(str, Enum):
@@ -178,11 +189,19 @@ class DatasetConfig:
     sha256: str | None = None  # dataset=file: the file's digest (filled in; set it to pin)
     target: str | None = None  # dataset=callable: "module.function"
     kwargs: dict[str, Any] = field(default_factory=dict)  # dataset=callable: its arguments
+    example: str | None = None  # dataset=maxmargin: which published example (maxmargin.py)
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "dataset")
         if self.generator == Generator.file:
             self._take_shape_from_file()
+        if self.generator == Generator.maxmargin:
+            self._take_shape_from_example()
+        elif self.example is not None:
+            raise ConfigError(
+                f"dataset.example is read by dataset=maxmargin only; got dataset.generator="
+                f"{self.generator.value}: set dataset=maxmargin"
+            )
         if self.generator == Generator.callable:
             _require(bool(self.target), "dataset.target", "'module.function' names", self.target)
         for key, low in (("n", 1), ("T", 2), ("d", 1)):
@@ -222,6 +241,20 @@ class DatasetConfig:
                 f"tokens in R^d); {shape}: raise dataset.d or lower dataset.T"
             )
 
+    def _take_shape_from_example(self) -> None:
+        """n, T, d of the published example (null) or checked against it."""
+        from attnsvm.maxmargin import EXAMPLES
+
+        _require(self.example in EXAMPLES, "dataset.example", ", ".join(EXAMPLES), self.example)
+        for key, value in zip(("n", "T", "d"), EXAMPLES[self.example].X.shape, strict=True):
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+            elif getattr(self, key) != value:
+                raise ConfigError(
+                    f"dataset.{key}={getattr(self, key)} but dataset.example={self.example} "
+                    f"has {key}={value}: set dataset.{key}={value} or null"
+                )
+
     def _take_shape_from_file(self) -> None:
         """n, T, d from the file (null) or checked against it; sha256 filled in or checked."""
         from attnsvm.userdata import read_file
@@ -252,9 +285,26 @@ class ParameterizationConfig:
     init_scale: float = 0.1  # std of the normal init; noise std of the cone init
     cone_scale: float = 100.0  # cone init: ||W(0)|| before noise (c of c * W^mm_alpha)
     penalty: float = 2.220446049250313e-16  # lambda of lambda(|K|^2 + |Q|^2); float64 eps
+    key_query: list[Any] | None = None  # p: M (rows) of x~ = M x; null: the data's (identity)
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "parameterization")
+        if self.key_query is not None:
+            rows = self.key_query
+            square = bool(rows) and all(
+                isinstance(r, list | tuple)
+                and len(r) == len(rows)
+                and all(isinstance(x, int | float) and not isinstance(x, bool) for x in r)
+                for r in rows
+            )
+            _require(square, "parameterization.key_query", "null or a square matrix", rows)
+            self.key_query = [[float(x) for x in r] for r in rows]
+            _require(
+                self.kind == Parameterization.p,
+                "parameterization.key_query",
+                "null unless parameterization=p (the key-query map of the p-model)",
+                rows,
+            )
         _require(self.m is None or self.m >= 1, "parameterization.m", "null or >= 1", self.m)
         _require(self.init_scale > 0, "parameterization.init_scale", "floats > 0", self.init_scale)
         _require(self.penalty >= 0, "parameterization.penalty", "floats >= 0", self.penalty)
@@ -448,6 +498,7 @@ class RunConfig:
     dtype: DType = DType.float64
     threads: int = 1  # torch threads; 1 is fastest for these tiny tensors (PAPER §6.5)
     engine: Engine = Engine.auto  # training engine: fused C kernel where it applies, else torch
+    loss: Loss = Loss.logistic  # l(u) of the loss (1/n) sum_i l(Y_i f_i)
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "")
@@ -461,6 +512,7 @@ class RunConfig:
         if self.parameterization.kind == Parameterization.kq and "nuc" not in self.solver.norms:
             self.solver.norms.insert(1, "nuc")  # (K,Q) is measured against the nuclear SVM
         self._check_geometry()
+        self._check_p_model()
         with_v = [Generator.relu, Generator.callable]  # generators that can give a V
         if self.dataset.generator == Generator.file:
             from attnsvm.userdata import read_file
@@ -507,6 +559,61 @@ class RunConfig:
                 f"experiment={plain_name(self.experiment)}"
             )
 
+    def _check_p_model(self) -> None:
+        """The p-model, the published examples and the loss option: where each is defined."""
+        kind, ds = self.parameterization.kind, self.dataset
+        if kind == Parameterization.p:
+            fits = [  # key, its value, whether it fits, the accepted values
+                ("experiment", plain_name(self.experiment), self.experiment == Experiment.gd, "gd"),
+                ("dataset.attention", ds.attention.value, ds.attention == Attention.cross, "cross"),
+                (
+                    "parameterization.init",
+                    self.parameterization.init.value,
+                    self.parameterization.init != Init.cone,
+                    "torch, zeros, normal, published",
+                ),
+                ("head.kind", plain_name(self.head.kind), self.head.kind == Head.linear, "linear"),
+            ]
+            for key, value, ok, accepted in fits:
+                if not ok:
+                    raise ConfigError(
+                        f"parameterization=p needs {key} in {accepted}; got {key}={value}"
+                    )
+            M = self.parameterization.key_query
+            if M is not None and len(M) != ds.d:
+                raise ConfigError(
+                    f"parameterization.key_query must be a {ds.d}x{ds.d} matrix (dataset.d="
+                    f"{ds.d}); got {len(M)}x{len(M[0])}"
+                )
+        if self.parameterization.init == Init.published:
+            if ds.generator != Generator.maxmargin or kind != Parameterization.p:
+                raise ConfigError(
+                    "parameterization.init=published starts from the inits of the published "
+                    "examples: it needs dataset=maxmargin and parameterization=p; got "
+                    f"dataset.generator={ds.generator.value}, parameterization={kind.value}"
+                )
+        if ds.generator == Generator.maxmargin:
+            from attnsvm.maxmargin import EXAMPLES
+
+            if kind != Parameterization.p:
+                raise ConfigError(
+                    f"dataset=maxmargin holds the examples of the p-model: it needs "
+                    f"parameterization=p; got parameterization={kind.value}"
+                )
+            count = len(EXAMPLES[ds.example].seeds)
+            _require(
+                self.seed + self.seeds <= count,
+                "seed/seeds",
+                f"seed + seeds <= {count}, the published inits of dataset.example={ds.example}"
+                f" (seeds={count - self.seed})",
+                (self.seed, self.seeds),
+            )
+        if self.loss != Loss.logistic and self.experiment != Experiment.gd:
+            raise ConfigError(
+                f"loss={self.loss.value} is implemented for experiment=gd; got experiment="
+                f"{plain_name(self.experiment)}: set loss=logistic"
+            )
+
     @property
     def train_engine(self) -> Engine | None:
         """The engine that trains: ``auto`` resolved (fused where it applies, else torch); None
@@ -522,6 +629,8 @@ class RunConfig:
             self.train,
             self.optimizer.kind,
             self.head.train,
+            self.parameterization.kind,
+            self.loss,
         )
 
     @property

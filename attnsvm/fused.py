@@ -32,6 +32,7 @@ from attnsvm.config import (
     Engine,
     Experiment,
     Head,
+    Loss,
     Optimizer,
     OptimizerConfig,
     Parameterization,
@@ -102,6 +103,8 @@ def resolve_engine(
     trains: bool = True,
     optimizer: Optimizer | str = Optimizer.ngd,
     train_head: bool = False,
+    parameterization: Parameterization = Parameterization.w,
+    loss: Loss = Loss.logistic,
 ) -> Engine | None:
     """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``; None
     for a job that trains nothing (``train=false``).
@@ -127,6 +130,10 @@ def resolve_engine(
         why.append(f"optimizer.kind={getattr(optimizer, 'value', optimizer)} (it needs ngd or gd)")
     if train_head:
         why.append("head.train=true (it trains the attention only)")
+    if parameterization == Parameterization.p:
+        why.append("parameterization=p (it trains W or K, Q)")
+    if loss != Loss.logistic:
+        why.append(f"loss={loss.value} (it needs logistic)")
     if not why and library() is None:
         why.append(_load()[1])
     if engine == Engine.fused and why:

@@ -53,10 +53,12 @@ def flatten(d: dict, prefix: str = "") -> dict:
 # Keys added after results were first written: at these defaults they change no number, so
 # they stay out of the hash and earlier sweeps keep their identities (resume, skip).
 HASH_NEUTRAL_DEFAULTS = {
-    "dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}},
+    "dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}, "example": None},
+    "parameterization": {"key_query": None},
     "head": {"kwargs": {}, "train": False},
     "optimizer": {"kwargs": {}, "p": 2.0, "normalize": True, "betas": [0.9, 0.999]},
     "solver": {"norms": ["fro", "nuc"]},
+    "": {"loss": "logistic"},  # run-level keys
 }
 
 
@@ -70,8 +72,9 @@ def config_hash(cfg) -> str:
         d.pop(k, None)
     for group, defaults in HASH_NEUTRAL_DEFAULTS.items():
         for k, default in defaults.items():
-            if group in d and d[group].get(k, default) == default:
-                d[group].pop(k, None)
+            where = d if group == "" else d.get(group)
+            if where is not None and where.get(k, default) == default:
+                where.pop(k, None)
     if "engine" in d:
         d["engine"] = plain(cfg.train_engine)
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

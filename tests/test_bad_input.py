@@ -62,6 +62,37 @@ BAD = [
     (["dataset=paths", "dataset.d=3"], ["dataset.generator=paths", "dataset.d=2", "d=3"]),
     (["dataset=paths", "dataset.n=6"], ["dataset.generator=paths", "dataset.n=2", "n=6"]),
     (["dataset=orthonormal", "dataset.T=7"], ["dataset.T <= dataset.d", "T=7", "d=6"]),
+    # the p-model, the published max-margin examples and the loss (issue 12)
+    (["loss=hinge"], ["loss", "logistic", "exponential", "correlation"]),
+    (
+        ["dataset=maxmargin", "parameterization=p", "dataset.example=triple"],
+        ["dataset.example='triple'", "single, single_local, multi, joint, joint_relaxed, loss"],
+    ),
+    (["dataset=maxmargin", "seeds=6"], ["dataset=maxmargin", "parameterization=p"]),
+    (
+        ["dataset=maxmargin", "parameterization=p", "dataset.example=joint", "seeds=2"],
+        ["seed/seeds", "seed + seeds <= 1", "dataset.example=joint"],
+    ),
+    (
+        ["dataset=maxmargin", "parameterization=p", "dataset.d=2"],
+        ["dataset.d=2", "dataset.example=single has d=3"],
+    ),
+    (
+        ["parameterization=p", "parameterization.key_query=[[1,0],[0,1]]"],
+        ["parameterization.key_query", "10x10", "2x2"],
+    ),
+    (
+        ["parameterization=p", "parameterization.key_query=[[1,0],[0]]"],
+        ["parameterization.key_query", "square matrix"],
+    ),
+    (["parameterization.key_query=[[1]]"], ["parameterization.key_query", "parameterization=p"]),
+    (["parameterization=p", "parameterization.init=published"], ["dataset=maxmargin"]),
+    (["parameterization=p", "dataset.attention=self"], ["parameterization=p", "cross"]),
+    (["parameterization=p", "experiment=regpath"], ["parameterization=p", "experiment"]),
+    (["parameterization=p", "engine=fused"], ["engine=fused", "parameterization=p"]),
+    (["loss=exponential", "engine=fused"], ["engine=fused", "loss=exponential"]),
+    (["loss=correlation", "experiment=regpath"], ["loss=correlation", "experiment=gd"]),
+    (["dataset.example=single"], ["dataset.example", "dataset=maxmargin"]),
 ]
 if not torch.cuda.is_available():
     BAD.append((["device=cuda"], ["device", "cpu (no CUDA device here)"]))

@@ -12,8 +12,17 @@ from conftest import CONF_DIR, REPO
 
 register_configs()
 GROUP_OPTIONS = {
-    "dataset": ["random", "relu", "orthonormal", "paths", "file", "callable", "joint2d"],
-    "parameterization": ["w", "kq"],
+    "dataset": [
+        "random",
+        "relu",
+        "orthonormal",
+        "paths",
+        "file",
+        "callable",
+        "joint2d",
+        "maxmargin",
+    ],
+    "parameterization": ["w", "kq", "p"],
     "optimizer": ["ngd", "gd", "md", "md175", "md2", "md3", "sign", "adam", "spectral", "polyak"],
     "solver": ["ipm", "clarabel", "scs"],
     "head": ["linear", "relu", "lambda"],
@@ -26,6 +35,7 @@ NEEDS = {  # options that compose only with a partner
     "head=relu": ["dataset=relu"],
     "dataset=file": [f"dataset.path={TINY_NPZ}", "seeds=3"],
     "dataset=callable": ["dataset.target=userdata_example.make"],
+    "dataset=maxmargin": ["parameterization=p", "seeds=6"],
 }
 
 
