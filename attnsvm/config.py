@@ -77,6 +77,14 @@ class Optimizer(str, Enum):
     polyak = "polyak"  # GD with the Polyak step lr * L(W) / ||g||^2
 
 
+class Gradient(str, Enum):
+    """How the training gradient is formed (PAPER.md §6.1)."""
+
+    exact = "exact"  # hand-written, softmax-weighted differences: accurate after saturation
+    autograd = "autograd"  # the published notebooks' form (torch.softmax, autograd): loses the
+    # masked tokens to cancellation once the softmax saturates; in float32 it is then exactly 0
+
+
 W_ONLY_OPTIMIZERS = (Optimizer.md, Optimizer.polyak)  # defined for one matrix W (as published)
 
 
@@ -321,9 +329,16 @@ class OptimizerConfig:
     p: float = 2.0  # md: the potential ||W||_p^p / p (p > 1)
     normalize: bool = True  # md: step lr g / (||g||_q + eps), q = p / (p - 1), as published
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # adam
+    gradient: Gradient = Gradient.exact  # exact (hand-written) | autograd (published form)
 
     def __post_init__(self) -> None:
         self.kind = _builtin_or_plugin(self.kind, Optimizer, "optimizer.kind")
+        if not isinstance(self.gradient, Gradient):
+            accepted = ", ".join(g.value for g in Gradient)
+            _require(
+                self.gradient in accepted.split(", "), "optimizer.gradient", accepted, self.gradient
+            )
+            self.gradient = Gradient(self.gradient)
         _require(
             self.p > 1 if self.kind == Optimizer.md else self.p >= 1,
             "optimizer.p",
@@ -608,6 +623,11 @@ class RunConfig:
                 f" (seeds={count - self.seed})",
                 (self.seed, self.seeds),
             )
+        if self.optimizer.gradient != Gradient.exact and self.experiment != Experiment.gd:
+            raise ConfigError(
+                f"optimizer.gradient={self.optimizer.gradient.value} is implemented for "
+                f"experiment=gd; got experiment={plain_name(self.experiment)}"
+            )
         if self.loss != Loss.logistic and self.experiment != Experiment.gd:
             raise ConfigError(
                 f"loss={self.loss.value} is implemented for experiment=gd; got experiment="
@@ -631,6 +651,7 @@ class RunConfig:
             self.head.train,
             self.parameterization.kind,
             self.loss,
+            self.optimizer.gradient,
         )
 
     @property
@@ -676,9 +697,29 @@ def check_override_keys(overrides: list[str]) -> None:
             node, path = node[part], [*path, part]
 
 
+def maxmargin_setting(what: str, value: str):
+    """``${maxmargin:what,value}`` in sweeps/maxmargin.yaml: ``starts`` of an example (how many
+    seeds it has), whether it trains the head (``joint``), and per dtype the optimizer's
+    ``eps`` and ``gradient``: float64 follows the theory (exact gradient, eps 0), float32 the
+    published notebooks (autograd, eps 1e-9)."""
+    from attnsvm.maxmargin import EXAMPLES
+
+    table = {
+        "starts": lambda ex: len(EXAMPLES[ex].seeds),
+        "joint": lambda ex: ex.startswith("joint"),
+        "eps": lambda dtype: 0.0 if dtype == DType.float64.value else 1e-9,
+        "gradient": lambda dtype: (
+            (Gradient.exact if dtype == DType.float64.value else Gradient.autograd).value
+        ),
+    }
+    return table[what](value)
+
+
 def register_configs() -> None:
     """Register the schemas in Hydra's ConfigStore; YAML options in conf/ extend them."""
     from hydra.core.config_store import ConfigStore
+
+    OmegaConf.register_new_resolver("maxmargin", maxmargin_setting, replace=True)
 
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=RunConfig)

@@ -31,6 +31,7 @@ from attnsvm.config import (
     DType,
     Engine,
     Experiment,
+    Gradient,
     Head,
     Loss,
     Optimizer,
@@ -105,6 +106,7 @@ def resolve_engine(
     train_head: bool = False,
     parameterization: Parameterization = Parameterization.w,
     loss: Loss = Loss.logistic,
+    gradient: Gradient = Gradient.exact,
 ) -> Engine | None:
     """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``; None
     for a job that trains nothing (``train=false``).
@@ -134,6 +136,8 @@ def resolve_engine(
         why.append("parameterization=p (it trains W or K, Q)")
     if loss != Loss.logistic:
         why.append(f"loss={loss.value} (it needs logistic)")
+    if gradient != Gradient.exact:
+        why.append(f"optimizer.gradient={gradient.value} (it computes the exact one)")
     if not why and library() is None:
         why.append(_load()[1])
     if engine == Engine.fused and why:

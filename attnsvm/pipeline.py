@@ -43,6 +43,7 @@ def config_columns(cfg: RunConfig) -> dict:
     for k in ("seeds", "seed", "threads", "batch_size"):
         flat.pop(k)
     flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}
+    flat["loss_function"] = flat.pop("loss")  # the run key `loss`; column "loss" is its value
     short = {
         "n": cfg.dataset.n,
         "T": cfg.dataset.T,
@@ -186,6 +187,8 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     }
     if cfg.parameterization.kind == Parameterization.p:  # the path of p: column 0 of W
         trajectory.update({f"p{k}": Ws[:, k, 0] for k in range(Ws.shape[-1])})
+        if fro_sel.ok:  # p^mm at the selected tokens, for the path pictures
+            row.update({f"p_mm{k}": float(fro_sel.W[k, 0]) for k in range(Ws.shape[-1])})
     if traj.v is not None:
         vs = traj.v[:, r].cpu().double().numpy()  # (C, d)
         trajectory.update({f"v{k}": vs[:, k] for k in range(vs.shape[-1])})

@@ -56,7 +56,13 @@ HASH_NEUTRAL_DEFAULTS = {
     "dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}, "example": None},
     "parameterization": {"key_query": None},
     "head": {"kwargs": {}, "train": False},
-    "optimizer": {"kwargs": {}, "p": 2.0, "normalize": True, "betas": [0.9, 0.999]},
+    "optimizer": {
+        "kwargs": {},
+        "p": 2.0,
+        "normalize": True,
+        "betas": [0.9, 0.999],
+        "gradient": "exact",
+    },
     "solver": {"norms": ["fro", "nuc"]},
     "": {"loss": "logistic"},  # run-level keys
 }

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from attnsvm.batchops import dot_last, elementwise, matmul, sum_last
 from attnsvm.config import (
     Engine,
+    Gradient,
     Init,
     Loss,
     OptimizerConfig,
@@ -225,12 +226,17 @@ def train(
     c, C = 0, len(ckpts)
     for k in range(ocfg.steps + 1):
         at_ckpt = c < C and ckpts[c] == k
-        if train_head:
-            head = LinearHead(inst, v)
-        value, s, grads, norms = _loss_and_grads(p, inst, head, pcfg, at_ckpt or needs_loss, loss)
-        if train_head:
-            grads["v"] = grad_v(inst, s, norms.pop("c"))
-            norms["v"] = frob(grads["v"].unsqueeze(-1))
+        if ocfg.gradient == Gradient.autograd:
+            value, s, grads, norms = autograd_loss_and_grads(p, inst, head, pcfg, loss, v)
+        else:
+            if train_head:
+                head = LinearHead(inst, v)
+            value, s, grads, norms = _loss_and_grads(
+                p, inst, head, pcfg, at_ckpt or needs_loss, loss
+            )
+            if train_head:
+                grads["v"] = grad_v(inst, s, norms.pop("c"))
+                norms["v"] = frob(grads["v"].unsqueeze(-1))
         if at_ckpt:
             _record(rec, c, p, value, s, norms, names, v)
             c += 1
@@ -292,6 +298,39 @@ def _loss_and_grads(p: Params, inst, head, pcfg, with_loss: bool, kind=Loss.logi
     if with_loss:
         loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
     return loss, s, {"K": gK, "Q": gQ}, {"K": frob(gK), "Q": frob(gQ), "c": c}
+
+
+# l(u) as the published notebooks write it, for optimizer.gradient=autograd
+NAIVE_LOSSES = {
+    Loss.logistic: lambda u: torch.log(1 + torch.exp(-u)),
+    Loss.exponential: lambda u: torch.exp(-u),
+    Loss.correlation: lambda u: -u,
+}
+
+
+def autograd_loss_and_grads(p: Params, inst, head, pcfg, kind=Loss.logistic, v=None):
+    """``_loss_and_grads`` in the published notebooks' form (``optimizer.gradient=autograd``):
+    torch.softmax of the scores, the loss as written, differentiated by autograd. After the
+    softmax saturates the masked tokens' share of the gradient is lost to cancellation (PAPER
+    §6.1); in float32 the gradient becomes exactly 0 and normalized GD stops: the freeze of the
+    published pictures. ``v``: a trained linear head's v, differentiated too."""
+    leaves = {name: getattr(p, name).detach().requires_grad_() for name in p.names}
+    if v is not None:
+        leaves["v"] = v.detach().requires_grad_()
+        head = LinearHead(inst, leaves["v"])
+    W = Params(**{k: t for k, t in leaves.items() if k != "v"}).attention_matrix()
+    a = torch.einsum("rntd,rde,rne->rnt", inst.K, W, inst.Z)
+    if getattr(inst, "mask", None) is not None:
+        a = a.masked_fill(~inst.mask, float("-inf"))
+    s = torch.softmax(a, dim=-1)
+    value = NAIVE_LOSSES[Loss(kind)](inst.Y * head.output(s)).mean(-1)  # (R,)
+    if "K" in leaves:
+        value = value + pcfg.penalty * (
+            leaves["K"].square().sum((1, 2)) + leaves["Q"].square().sum((1, 2))
+        )
+    grads = dict(zip(leaves, torch.autograd.grad(value.sum(), list(leaves.values())), strict=True))
+    norms = {k: frob(g.reshape(g.shape[0], -1, 1)) for k, g in grads.items()}
+    return value.detach(), s.detach(), grads, norms
 
 
 def _record(rec: Trajectory, c: int, p: Params, loss, s, norms, names, v) -> None:
