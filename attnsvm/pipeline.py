@@ -140,6 +140,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     curves.update(geometry_curves(cfg, inst, r, Ws, sel, at_sel))
     if traj.v is not None:
         curves.update(head_curves(cfg, inst, r, traj.v[:, r].cpu().double().numpy(), sel, Ws))
+    fixed = {k: curves.pop(k) for k in [k for k in curves if k.startswith("p_relaxed")]}
     if cfg.parameterization.kind == Parameterization.p:
         curves["corr_p_mm"] = curves["corr_fro"]  # W = p e_1^T: corr(W, W^mm) = corr(p, p^mm)
     fro_sel = at_sel["fro"]
@@ -173,6 +174,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "selected": ",".join(map(str, sel)),
         "opt": ",".join(map(str, opt)),
         "svm_seconds": svm_seconds,
+        **{k: float(x) for k, x in fixed.items()},  # the relaxed p-SVM, for the path pictures
     }
     trajectory = {
         "seed": inst.seeds[r],
@@ -230,6 +232,8 @@ def head_curves(cfg: RunConfig, inst: Instances, r: int, vs: np.ndarray, sel, Ws
         relaxed = svm.w_mm_relaxed(K, Z, sel, tight, cfg.solver) if tight.any() else None
         W = relaxed.W if relaxed is not None and relaxed.ok else None
         curves["corr_relaxed"] = metrics.corr(Ws, W)
+        if W is not None and cfg.parameterization.kind == Parameterization.p:
+            curves.update({f"p_relaxed{k}": W[k, 0] for k in range(W.shape[0])})
     if cfg.optimizer.kind == Optimizer.md:
         v_p = svm.v_mm(rows, cfg.optimizer.p, cfg.solver)
         curves["bregman_v"] = metrics.bregman(v_p, vs[:, :, None], cfg.optimizer.p)
