@@ -34,6 +34,7 @@ class Generator(str, Enum):
     callable = "callable"  # your generator function (dataset.target, dataset.kwargs)
     joint2d = "joint2d"  # the 2-D joint-training example of lp mirror descent (FOLLOWUPS §3)
     maxmargin = "maxmargin"  # the published examples of max-margin token selection (FOLLOWUPS §1)
+    digits = "digits"  # scikit-learn's 8x8 digits as patch tokens (attnsvm/digits.py)
 
 
 class Attention(str, Enum):
@@ -198,11 +199,16 @@ class DatasetConfig:
     target: str | None = None  # dataset=callable: "module.function"
     kwargs: dict[str, Any] = field(default_factory=dict)  # dataset=callable: its arguments
     example: str | None = None  # dataset=maxmargin: which published example (maxmargin.py)
+    classes: list[int] = field(default_factory=lambda: [0, 1])  # dataset=digits: Y = +1, -1
+    patch: int = 4  # dataset=digits: patch side (2 or 4): T = (8 / patch)^2 tokens
+    positions: bool = False  # dataset=digits: append the patch centre (row, col) to each token
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "dataset")
         if self.generator == Generator.file:
             self._take_shape_from_file()
+        if self.generator == Generator.digits:
+            self._take_shape_from_digits()
         if self.generator == Generator.maxmargin:
             self._take_shape_from_example()
         elif self.example is not None:
@@ -248,6 +254,38 @@ class DatasetConfig:
                 f"dataset.generator=orthonormal needs dataset.T <= dataset.d (T orthonormal "
                 f"tokens in R^d); {shape}: raise dataset.d or lower dataset.T"
             )
+
+    def _take_shape_from_digits(self) -> None:
+        """T, d from the patch size; the classes and n checked against the data."""
+        from attnsvm.digits import PATCHES, available
+
+        c = self.classes
+        _require(
+            len(c) == 2 and c[0] != c[1] and all(0 <= x <= 9 for x in c),
+            "dataset.classes",
+            "two different digits in 0-9, e.g. [0, 1]",
+            c,
+        )
+        _require(
+            self.patch in PATCHES, "dataset.patch", "2 or 4 (8 / patch tokens a side)", self.patch
+        )
+        T, d = (8 // self.patch) ** 2, self.patch**2 + 2 * self.positions
+        for key, value in (("T", T), ("d", d)):
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+            elif getattr(self, key) != value:
+                raise ConfigError(
+                    f"dataset.{key}={getattr(self, key)} but dataset.patch={self.patch} "
+                    f"(positions={self.positions}) gives {key}={value}: set dataset.{key}="
+                    f"{value} or null"
+                )
+        have = available(c)
+        _require(
+            self.n is not None and 1 <= self.n <= have,
+            "dataset.n",
+            f"1..{have}, the images of digits {c[0]} and {c[1]}",
+            self.n,
+        )
 
     def _take_shape_from_example(self) -> None:
         """n, T, d of the published example (null) or checked against it."""

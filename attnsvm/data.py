@@ -15,6 +15,7 @@ import torch
 
 from attnsvm.batchops import dot_last, matmul, sum_last
 from attnsvm.config import PATHS_T, Attention, DatasetConfig, Generator
+from attnsvm.digits import digits_instances
 from attnsvm.maxmargin import maxmargin_instances
 from attnsvm.userdata import callable_instances, file_instances
 
@@ -197,6 +198,7 @@ GENERATORS = {
     Generator.callable: callable_instances,
     Generator.joint2d: joint2d_instances,
     Generator.maxmargin: maxmargin_instances,  # (X, Y, Z, v, p(0)): p(0) is no V
+    Generator.digits: digits_instances,
 }
 
 

@@ -163,6 +163,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "softmax_min": smin,
         "saturated": smin >= 1 - mcfg.delta,
         "selected_is_opt": same,
+        "share_selected_opt": float(np.mean(sel == opt)),  # sequences whose selected is opt
         "locally_optimal": local_opt,
         "n_support": int(svm.support_tokens(fro_sel, cfg.solver).sum()) if fro_sel.ok else None,
         "conv_type": metrics.convergence_type(

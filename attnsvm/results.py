@@ -53,7 +53,16 @@ def flatten(d: dict, prefix: str = "") -> dict:
 # Keys added after results were first written: at these defaults they change no number, so
 # they stay out of the hash and earlier sweeps keep their identities (resume, skip).
 HASH_NEUTRAL_DEFAULTS = {
-    "dataset": {"path": None, "sha256": None, "target": None, "kwargs": {}, "example": None},
+    "dataset": {
+        "path": None,
+        "sha256": None,
+        "target": None,
+        "kwargs": {},
+        "example": None,
+        "classes": [0, 1],
+        "patch": 4,
+        "positions": False,
+    },
     "parameterization": {"key_query": None},
     "head": {"kwargs": {}, "train": False},
     "optimizer": {

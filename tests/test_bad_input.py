@@ -93,6 +93,11 @@ BAD = [
     (["loss=exponential", "engine=fused"], ["engine=fused", "loss=exponential"]),
     (["loss=correlation", "experiment=regpath"], ["loss=correlation", "experiment=gd"]),
     (["dataset.example=single"], ["dataset.example", "dataset=maxmargin"]),
+    (["dataset=digits", "dataset.classes=[3,3]"], ["dataset.classes", "two different digits"]),
+    (["dataset=digits", "dataset.classes=[0,10]"], ["dataset.classes", "in 0-9"]),
+    (["dataset=digits", "dataset.n=400"], ["dataset.n=400", "1..360", "digits 0 and 1"]),
+    (["dataset=digits", "dataset.patch=3"], ["dataset.patch", "2 or 4"]),
+    (["dataset=digits", "dataset.T=8"], ["dataset.T=8", "gives T=4"]),
 ]
 if not torch.cuda.is_available():
     BAD.append((["device=cuda"], ["device", "cpu (no CUDA device here)"]))

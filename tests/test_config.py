@@ -21,6 +21,7 @@ GROUP_OPTIONS = {
         "callable",
         "joint2d",
         "maxmargin",
+        "digits",
     ],
     "parameterization": ["w", "kq", "p"],
     "optimizer": ["ngd", "gd", "md", "md175", "md2", "md3", "sign", "adam", "spectral", "polyak"],

@@ -184,3 +184,25 @@ def test_maxmargin_sweep_and_its_figure_command(tmp_path):
     )
     assert table.loc[("joint_relaxed", "float64"), "corr_relaxed_min"] > 0.999
     assert (tmp_path / "summary" / "maxmargin.png").stat().st_size > 0
+
+
+def test_digit_patches_tile_the_image_and_a_small_job_runs():
+    from attnsvm.digits import _digits, tokens
+
+    images = _digits()[0][:3]
+    x = tokens(images, 4, positions=True)  # (3, 4, 18)
+    assert x.shape == (3, 4, 18)
+    np.testing.assert_array_equal(x[:, 1, :16].reshape(3, 4, 4), images[:, :4, 4:])
+    np.testing.assert_array_equal(
+        x[0, :, 16:], [[-0.5, -0.5], [-0.5, 0.5], [0.5, -0.5], [0.5, 0.5]]
+    )
+    cfg = RunConfig(
+        dataset=DatasetConfig(generator=Generator.digits, n=10, T=None, d=None),
+        parameterization=ParameterizationConfig(kind=Parameterization.p),
+        optimizer=OptimizerConfig(steps=500, eps=0.0, checkpoint_every=100),
+        seeds=2,
+    )
+    runs = run_job(cfg).runs
+    assert (runs.n == 10).all() and (runs["T"] == 4).all() and (runs.d == 16).all()
+    assert set(runs["share_selected_opt"]) <= set(np.arange(11) / 10)
+    assert (runs.corr_p_mm > 0.9).all()  # the SVM at the selected patches exists and is near
