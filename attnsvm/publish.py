@@ -381,6 +381,19 @@ def _maxmargin_row(rows: list[dict]) -> str:
     return f"| {what} | {'; '.join(parts)}; {tail} |"
 
 
+def _digits_row(rows: list[dict]) -> str:
+    """Per (n, patch): SVM at the optimal patches feasible, saturated seeds, corr(p, p^mm) at
+    the selected patches, and how often GD selected the highest-scoring patch."""
+    parts = []
+    for r in sorted(rows, key=lambda r: (int(r["patch"]), int(r["n"]))):
+        parts.append(
+            f"patch {r['patch']}, n={r['n']}: opt-SVM feasible {_num(r, 'opt_svm_feasible'):.0%}, "
+            f"saturated {_num(r, 'saturated'):.0%}, corr {_num(r, 'corr_p_mm_mean'):.3f}, "
+            f"top patch selected {_num(r, 'share_selected_opt'):.0%}"
+        )
+    return f"| digits 0 vs 1, p-model, 20 image draws per point | {'; '.join(parts)} |"
+
+
 HEADLINES = [  # (published table, row renderer)
     ("local_summary.csv", _local_row),
     ("rank_summary.csv", _rank_row),
@@ -391,6 +404,7 @@ HEADLINES = [  # (published table, row renderer)
     ("rates_geometry_table.csv", _rates_row),
     ("mirror_table.csv", _mirror_row),
     ("maxmargin_table.csv", _maxmargin_row),
+    ("digits_table.csv", _digits_row),
 ]
 
 
