@@ -35,6 +35,7 @@ SHORT_KEYS = {
     "parameterization.kind": "parameterization",
     "head.kind": "head",
     "optimizer.kind": "optimizer",
+    "loss": "loss_function",  # the run key; column "loss" is the loss's value
 }
 PER_JOB_KEYS = ("seeds", "seed", "threads", "batch_size")  # not a config point's identity
 METRICS = (

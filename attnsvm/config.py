@@ -34,6 +34,8 @@ class Generator(str, Enum):
     callable = "callable"  # your generator function (dataset.target, dataset.kwargs)
     joint2d = "joint2d"  # the 2-D joint-training example of lp mirror descent (FOLLOWUPS §3)
     nexttoken = "nexttoken"  # next-token prediction: vocabulary, sequences of ids, labels
+    maxmargin = "maxmargin"  # the published examples of max-margin token selection (FOLLOWUPS §1)
+    digits = "digits"  # scikit-learn's 8x8 digits as patch tokens (attnsvm/digits.py)
 
 
 class Embedding(str, Enum):
@@ -72,6 +74,15 @@ class Attention(str, Enum):
 class Parameterization(str, Enum):
     w = "w"
     kq = "kq"
+    p = "p"  # one vector p per seed, logits x~_it^T p with x~ = M x (FOLLOWUPS.md §1)
+
+
+class Loss(str, Enum):
+    """l(u) of the loss (1/n) sum_i l(Y_i f_i)."""
+
+    logistic = "logistic"  # log(1 + e^-u), the paper's
+    exponential = "exponential"  # e^-u
+    correlation = "correlation"  # -u (the published loss comparison, FOLLOWUPS.md §1)
 
 
 class Init(str, Enum):
@@ -79,6 +90,7 @@ class Init(str, Enum):
     zeros = "zeros"
     normal = "normal"  # init_scale * N(0, 1)
     cone = "cone"  # c * W^mm_alpha / ||W^mm_alpha|| + noise, alpha locally optimal, not global
+    published = "published"  # dataset=maxmargin: seed s starts from the example's s-th init
 
 
 class Optimizer(str, Enum):
@@ -92,6 +104,14 @@ class Optimizer(str, Enum):
     adam = "adam"  # torch.optim.Adam's update (optimizer.betas, optimizer.eps)
     spectral = "spectral"  # W <- W - lr U V^T for g = U S V^T: the spectral-norm geometry
     polyak = "polyak"  # GD with the Polyak step lr * L(W) / ||g||^2
+
+
+class Gradient(str, Enum):
+    """How the training gradient is formed (PAPER.md §6.1)."""
+
+    exact = "exact"  # hand-written, softmax-weighted differences: accurate after saturation
+    autograd = "autograd"  # the published notebooks' form (torch.softmax, autograd): loses the
+    # masked tokens to cancellation once the softmax saturates; in float32 it is then exactly 0
 
 
 W_ONLY_OPTIMIZERS = (Optimizer.md, Optimizer.polyak)  # defined for one matrix W (as published)
@@ -215,11 +235,24 @@ class DatasetConfig:
     graphs: Graphs = Graphs.cyclic  # dataset=nexttoken: instances kept (the others redrawn)
     ids: list[list[int]] | None = None  # dataset=nexttoken: your sequences (n, T), or drawn
     labels: list[int] | None = None  # dataset=nexttoken: your labels (n,), with dataset.ids
+    example: str | None = None  # dataset=maxmargin: which published example (maxmargin.py)
+    classes: list[int] = field(default_factory=lambda: [0, 1])  # dataset=digits: Y = +1, -1
+    patch: int = 4  # dataset=digits: patch side (2 or 4): T = (8 / patch)^2 tokens
+    positions: bool = False  # dataset=digits: append the patch centre (row, col) to each token
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "dataset")
         if self.generator == Generator.file:
             self._take_shape_from_file()
+        if self.generator == Generator.digits:
+            self._take_shape_from_digits()
+        if self.generator == Generator.maxmargin:
+            self._take_shape_from_example()
+        elif self.example is not None:
+            raise ConfigError(
+                f"dataset.example is read by dataset=maxmargin only; got dataset.generator="
+                f"{self.generator.value}: set dataset=maxmargin"
+            )
         if self.generator == Generator.callable:
             _require(bool(self.target), "dataset.target", "'module.function' names", self.target)
         for key, low in (("n", 1), ("T", 2), ("d", 1)):
@@ -312,6 +345,52 @@ class DatasetConfig:
             labels,
         )
 
+    def _take_shape_from_digits(self) -> None:
+        """T, d from the patch size; the classes and n checked against the data."""
+        from attnsvm.digits import PATCHES, available
+
+        c = self.classes
+        _require(
+            len(c) == 2 and c[0] != c[1] and all(0 <= x <= 9 for x in c),
+            "dataset.classes",
+            "two different digits in 0-9, e.g. [0, 1]",
+            c,
+        )
+        _require(
+            self.patch in PATCHES, "dataset.patch", "2 or 4 (8 / patch tokens a side)", self.patch
+        )
+        T, d = (8 // self.patch) ** 2, self.patch**2 + 2 * self.positions
+        for key, value in (("T", T), ("d", d)):
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+            elif getattr(self, key) != value:
+                raise ConfigError(
+                    f"dataset.{key}={getattr(self, key)} but dataset.patch={self.patch} "
+                    f"(positions={self.positions}) gives {key}={value}: set dataset.{key}="
+                    f"{value} or null"
+                )
+        have = available(c)
+        _require(
+            self.n is not None and 1 <= self.n <= have,
+            "dataset.n",
+            f"1..{have}, the images of digits {c[0]} and {c[1]}",
+            self.n,
+        )
+
+    def _take_shape_from_example(self) -> None:
+        """n, T, d of the published example (null) or checked against it."""
+        from attnsvm.maxmargin import EXAMPLES
+
+        _require(self.example in EXAMPLES, "dataset.example", ", ".join(EXAMPLES), self.example)
+        for key, value in zip(("n", "T", "d"), EXAMPLES[self.example].X.shape, strict=True):
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+            elif getattr(self, key) != value:
+                raise ConfigError(
+                    f"dataset.{key}={getattr(self, key)} but dataset.example={self.example} "
+                    f"has {key}={value}: set dataset.{key}={value} or null"
+                )
+
     def _take_shape_from_file(self) -> None:
         """n, T, d from the file (null) or checked against it; sha256 filled in or checked."""
         from attnsvm.userdata import read_file
@@ -342,9 +421,26 @@ class ParameterizationConfig:
     init_scale: float = 0.1  # std of the normal init; noise std of the cone init
     cone_scale: float = 100.0  # cone init: ||W(0)|| before noise (c of c * W^mm_alpha)
     penalty: float = 2.220446049250313e-16  # lambda of lambda(|K|^2 + |Q|^2); float64 eps
+    key_query: list[Any] | None = None  # p: M (rows) of x~ = M x; null: the data's (identity)
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "parameterization")
+        if self.key_query is not None:
+            rows = self.key_query
+            square = bool(rows) and all(
+                isinstance(r, list | tuple)
+                and len(r) == len(rows)
+                and all(isinstance(x, int | float) and not isinstance(x, bool) for x in r)
+                for r in rows
+            )
+            _require(square, "parameterization.key_query", "null or a square matrix", rows)
+            self.key_query = [[float(x) for x in r] for r in rows]
+            _require(
+                self.kind == Parameterization.p,
+                "parameterization.key_query",
+                "null unless parameterization=p (the key-query map of the p-model)",
+                rows,
+            )
         _require(self.m is None or self.m >= 1, "parameterization.m", "null or >= 1", self.m)
         _require(self.init_scale > 0, "parameterization.init_scale", "floats > 0", self.init_scale)
         _require(self.penalty >= 0, "parameterization.penalty", "floats >= 0", self.penalty)
@@ -361,9 +457,16 @@ class OptimizerConfig:
     p: float = 2.0  # md: the potential ||W||_p^p / p (p > 1)
     normalize: bool = True  # md: step lr g / (||g||_q + eps), q = p / (p - 1), as published
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # adam
+    gradient: Gradient = Gradient.exact  # exact (hand-written) | autograd (published form)
 
     def __post_init__(self) -> None:
         self.kind = _builtin_or_plugin(self.kind, Optimizer, "optimizer.kind")
+        if not isinstance(self.gradient, Gradient):
+            accepted = ", ".join(g.value for g in Gradient)
+            _require(
+                self.gradient in accepted.split(", "), "optimizer.gradient", accepted, self.gradient
+            )
+            self.gradient = Gradient(self.gradient)
         _require(
             self.p > 1 if self.kind == Optimizer.md else self.p >= 1,
             "optimizer.p",
@@ -508,7 +611,9 @@ class RegpathConfig:
         )
 
 
-class Loss(str, Enum):
+class NexttokenLoss(str, Enum):
+    """Losses of experiment=nexttoken (FOLLOWUPS.md §2)."""
+
     nll = "nll"  # -log(attention mass on the label's id) (global notebook)
     lsq2 = "lsq2"  # (1 - softmax_k(e_k^T X^T s)_y)^2, a vocabulary classifier (local notebook)
 
@@ -517,7 +622,7 @@ class Loss(str, Enum):
 class NexttokenConfig:
     """Next-token prediction (FOLLOWUPS.md §2): loss, local selection, which SVMs are solved."""
 
-    loss: Loss = Loss.nll
+    loss: NexttokenLoss = NexttokenLoss.nll
     local_threshold: float = 0.01  # selected ids C_i = {k : attention mass on k > threshold}
     nuclear: bool | None = None  # solve the nuclear graph-SVMs; null: with parameterization=kq
 
@@ -562,6 +667,7 @@ class RunConfig:
     dtype: DType = DType.float64
     threads: int = 1  # torch threads; 1 is fastest for these tiny tensors (PAPER §6.5)
     engine: Engine = Engine.auto  # training engine: fused C kernel where it applies, else torch
+    loss: Loss = Loss.logistic  # l(u) of the loss (1/n) sum_i l(Y_i f_i)
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "")
@@ -575,6 +681,7 @@ class RunConfig:
         if self.parameterization.kind == Parameterization.kq and "nuc" not in self.solver.norms:
             self.solver.norms.insert(1, "nuc")  # (K,Q) is measured against the nuclear SVM
         self._check_geometry()
+        self._check_p_model()
         with_v = [Generator.relu, Generator.callable]  # generators that can give a V
         if self.dataset.generator == Generator.file:
             from attnsvm.userdata import read_file
@@ -649,6 +756,66 @@ class RunConfig:
                 f"experiment={plain_name(self.experiment)}"
             )
 
+    def _check_p_model(self) -> None:
+        """The p-model, the published examples and the loss option: where each is defined."""
+        kind, ds = self.parameterization.kind, self.dataset
+        if kind == Parameterization.p:
+            fits = [  # key, its value, whether it fits, the accepted values
+                ("experiment", plain_name(self.experiment), self.experiment == Experiment.gd, "gd"),
+                ("dataset.attention", ds.attention.value, ds.attention == Attention.cross, "cross"),
+                (
+                    "parameterization.init",
+                    self.parameterization.init.value,
+                    self.parameterization.init != Init.cone,
+                    "torch, zeros, normal, published",
+                ),
+                ("head.kind", plain_name(self.head.kind), self.head.kind == Head.linear, "linear"),
+            ]
+            for key, value, ok, accepted in fits:
+                if not ok:
+                    raise ConfigError(
+                        f"parameterization=p needs {key} in {accepted}; got {key}={value}"
+                    )
+            M = self.parameterization.key_query
+            if M is not None and len(M) != ds.d:
+                raise ConfigError(
+                    f"parameterization.key_query must be a {ds.d}x{ds.d} matrix (dataset.d="
+                    f"{ds.d}); got {len(M)}x{len(M[0])}"
+                )
+        if self.parameterization.init == Init.published:
+            if ds.generator != Generator.maxmargin or kind != Parameterization.p:
+                raise ConfigError(
+                    "parameterization.init=published starts from the inits of the published "
+                    "examples: it needs dataset=maxmargin and parameterization=p; got "
+                    f"dataset.generator={ds.generator.value}, parameterization={kind.value}"
+                )
+        if ds.generator == Generator.maxmargin:
+            from attnsvm.maxmargin import EXAMPLES
+
+            if kind != Parameterization.p:
+                raise ConfigError(
+                    f"dataset=maxmargin holds the examples of the p-model: it needs "
+                    f"parameterization=p; got parameterization={kind.value}"
+                )
+            count = len(EXAMPLES[ds.example].seeds)
+            _require(
+                self.seed + self.seeds <= count,
+                "seed/seeds",
+                f"seed + seeds <= {count}, the published inits of dataset.example={ds.example}"
+                f" (seeds={count - self.seed})",
+                (self.seed, self.seeds),
+            )
+        if self.optimizer.gradient != Gradient.exact and self.experiment != Experiment.gd:
+            raise ConfigError(
+                f"optimizer.gradient={self.optimizer.gradient.value} is implemented for "
+                f"experiment=gd; got experiment={plain_name(self.experiment)}"
+            )
+        if self.loss != Loss.logistic and self.experiment != Experiment.gd:
+            raise ConfigError(
+                f"loss={self.loss.value} is implemented for experiment=gd; got experiment="
+                f"{plain_name(self.experiment)}: set loss=logistic"
+            )
+
     @property
     def train_engine(self) -> Engine | None:
         """The engine that trains: ``auto`` resolved (fused where it applies, else torch); None
@@ -664,6 +831,9 @@ class RunConfig:
             self.train,
             self.optimizer.kind,
             self.head.train,
+            self.parameterization.kind,
+            self.loss,
+            self.optimizer.gradient,
         )
 
     @property
@@ -709,9 +879,29 @@ def check_override_keys(overrides: list[str]) -> None:
             node, path = node[part], [*path, part]
 
 
+def maxmargin_setting(what: str, value: str):
+    """``${maxmargin:what,value}`` in sweeps/maxmargin.yaml: ``starts`` of an example (how many
+    seeds it has), whether it trains the head (``joint``), and per dtype the optimizer's
+    ``eps`` and ``gradient``: float64 follows the theory (exact gradient, eps 0), float32 the
+    published notebooks (autograd, eps 1e-9)."""
+    from attnsvm.maxmargin import EXAMPLES
+
+    table = {
+        "starts": lambda ex: len(EXAMPLES[ex].seeds),
+        "joint": lambda ex: ex.startswith("joint"),
+        "eps": lambda dtype: 0.0 if dtype == DType.float64.value else 1e-9,
+        "gradient": lambda dtype: (
+            (Gradient.exact if dtype == DType.float64.value else Gradient.autograd).value
+        ),
+    }
+    return table[what](value)
+
+
 def register_configs() -> None:
     """Register the schemas in Hydra's ConfigStore; YAML options in conf/ extend them."""
     from hydra.core.config_store import ConfigStore
+
+    OmegaConf.register_new_resolver("maxmargin", maxmargin_setting, replace=True)
 
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=RunConfig)

@@ -8,12 +8,15 @@ depends on which other seeds are drawn with it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 
 from attnsvm.batchops import dot_last, matmul, sum_last
 from attnsvm.config import PATHS_T, Attention, DatasetConfig, Generator
+from attnsvm.digits import digits_instances
+from attnsvm.maxmargin import maxmargin_instances
 from attnsvm.userdata import callable_instances, file_instances
 
 
@@ -30,10 +33,26 @@ class Instances:
     opt: torch.Tensor  # (R, n) argmax_t gamma_it
     V: torch.Tensor | None = None  # (R, d, d) ReLU-head value matrix, ||V||_F = 1
     mask: torch.Tensor | None = None  # (R, n, T) visible tokens (sequential/causal attention)
+    keys: torch.Tensor | None = None  # (R, n, T, d) x~_it = M x_it of the p-model; None: X
+    p0: torch.Tensor | None = None  # (R, d) published starts of p (dataset=maxmargin)
 
     @property
     def R(self) -> int:
         return self.X.shape[0]
+
+    @property
+    def K(self) -> torch.Tensor:
+        """(R, n, T, d) what attention scores: the keys x~ = M x (p-model), else the tokens."""
+        return self.X if self.keys is None else self.keys
+
+    def p_model_view(self, M: torch.Tensor) -> Instances:
+        """The p-model as a W-model: keys x~_it = M x_it and the one query z_i = e_1, so that
+        W = p e_1^T scores x~_it^T p and the W-SVM at (x~, e_1) is the p-SVM in column 0."""
+        M = M.to(dtype=self.X.dtype, device=self.X.device)
+        keys = matmul(self.X, M.T.expand(*self.X.shape[:2], *M.shape))  # (R, n, T, d)
+        Z = torch.zeros_like(self.Z)
+        Z[..., 0] = 1.0
+        return dataclasses.replace(self, keys=keys, Z=Z)
 
     def select(self, idx: list[int]) -> Instances:
         """The sub-batch at positions ``idx``."""
@@ -45,7 +64,10 @@ class Instances:
                 for k in ("X", "Y", "Z", "v", "gamma", "opt")
             },
             V=None if self.V is None else self.V[ix.to(self.X.device)],
-            mask=None if self.mask is None else self.mask[ix.to(self.X.device)],
+            **{
+                k: None if getattr(self, k) is None else getattr(self, k)[ix.to(self.X.device)]
+                for k in ("mask", "keys", "p0")
+            },
         )
 
 
@@ -175,6 +197,8 @@ GENERATORS = {
     Generator.file: file_instances,
     Generator.callable: callable_instances,
     Generator.joint2d: joint2d_instances,
+    Generator.maxmargin: maxmargin_instances,  # (X, Y, Z, v, p(0)): p(0) is no V
+    Generator.digits: digits_instances,
 }
 
 
@@ -205,7 +229,10 @@ def make_instances(
         raise NotImplementedError(
             f"dataset.generator={cfg.generator.value!r} has no implementation"
         )
-    X, Y, Z, v, *V = (t.to(dtype) for t in GENERATORS[cfg.generator](cfg, seeds))
+    draw, p0 = GENERATORS[cfg.generator](cfg, seeds), None
+    if cfg.generator == Generator.maxmargin:
+        *draw, p0 = draw
+    X, Y, Z, v, *V = (t.to(dtype) for t in draw)
     mask = None
     if cfg.attention == Attention.sequential:  # every token a query: (i, k) rows, n -> n T
         from attnsvm.sequential import flatten_queries
@@ -213,7 +240,10 @@ def make_instances(
         X, Z, Y, mask = flatten_queries(X, Y, cfg.causal)
     else:
         Z = queries(X, Z, cfg.attention, cfg.query_index)
-    return finish_instances(seeds, X, Y, Z, v, device, V=V[0] if V else None, mask=mask)
+    inst = finish_instances(seeds, X, Y, Z, v, device, V=V[0] if V else None, mask=mask)
+    if p0 is not None:
+        inst.p0 = p0.to(dtype=dtype, device=device)
+    return inst
 
 
 def finish_instances(seeds, X, Y, Z, v, device, V=None, mask=None) -> Instances:

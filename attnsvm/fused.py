@@ -31,7 +31,9 @@ from attnsvm.config import (
     DType,
     Engine,
     Experiment,
+    Gradient,
     Head,
+    Loss,
     Optimizer,
     OptimizerConfig,
     Parameterization,
@@ -102,6 +104,9 @@ def resolve_engine(
     trains: bool = True,
     optimizer: Optimizer | str = Optimizer.ngd,
     train_head: bool = False,
+    parameterization: Parameterization = Parameterization.w,
+    loss: Loss = Loss.logistic,
+    gradient: Gradient = Gradient.exact,
 ) -> Engine | None:
     """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``; None
     for a job that trains nothing (``train=false``).
@@ -129,6 +134,12 @@ def resolve_engine(
         why.append(f"optimizer.kind={getattr(optimizer, 'value', optimizer)} (it needs ngd or gd)")
     if train_head:
         why.append("head.train=true (it trains the attention only)")
+    if parameterization == Parameterization.p:
+        why.append("parameterization=p (it trains W or K, Q)")
+    if loss != Loss.logistic:
+        why.append(f"loss={loss.value} (it needs logistic)")
+    if gradient != Gradient.exact:
+        why.append(f"optimizer.gradient={gradient.value} (it computes the exact one)")
     if not why and library() is None:
         why.append(_load()[1])
     if engine == Engine.fused and why:

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from attnsvm import batchops
-from attnsvm.config import Loss, Optimizer, OptimizerConfig, Parameterization
+from attnsvm.config import NexttokenLoss, Optimizer, OptimizerConfig, Parameterization
 
 
 @dataclass
@@ -73,12 +73,12 @@ def _others(s: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
     return batchops.sum_last(s.masked_fill(onehot, 0.0))
 
 
-def _dlogits(loss: Loss, p: Problem, a: torch.Tensor):
+def _dlogits(loss: NexttokenLoss, p: Problem, a: torch.Tensor):
     """(dL/da (R, n, T), L (R,), s (R, n, T))."""
     s, lse = _softmax(a, p.mask)
     hot = torch.nn.functional.one_hot(p.pos, a.shape[-1]).bool()
     w = p.weight[..., None]
-    if loss == Loss.nll:
+    if loss == NexttokenLoss.nll:
         a_y = a.gather(-1, p.pos[..., None])[..., 0]
         L = batchops.sum_last(p.weight * (lse - a_y))
         return w * torch.where(hot, -_others(s, hot)[..., None], s), L, s
@@ -96,7 +96,7 @@ def _dlogits(loss: Loss, p: Problem, a: torch.Tensor):
     return w * da, L, s
 
 
-def grad_W(loss: Loss, p: Problem, W: torch.Tensor):
+def grad_W(loss: NexttokenLoss, p: Problem, W: torch.Tensor):
     """(dL/dW (R, d, d), L (R,), s (R, n, T))."""
     ga, L, s = _dlogits(loss, p, scores(p, W))
     xg = batchops.matmul(ga[..., None, :], p.X)[..., 0, :]  # (R, n, d) sum_t g_it x_it
@@ -129,7 +129,7 @@ def checkpoints(steps: int, every: int) -> list[int]:
     return sorted(set(range(0, steps + 1, every)) | {steps})
 
 
-def train(p, p_fin, W0, K0, kind, loss: Loss, opt: OptimizerConfig, penalty: float):
+def train(p, p_fin, W0, K0, kind, loss: NexttokenLoss, opt: OptimizerConfig, penalty: float):
     """GD/NGD from W0 (or Q(0) = W0, K(0) = K0), and W^fin from zero, all seeds at once."""
     kq = kind == Parameterization.kq
     Wt, Qt, Kt = torch.from_numpy(W0).clone(), torch.from_numpy(W0).clone(), torch.from_numpy(K0)

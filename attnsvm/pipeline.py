@@ -21,6 +21,7 @@ from attnsvm import metrics, norms, svm
 from attnsvm.config import Generator, Init, Optimizer, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
+from attnsvm.maxmargin import key_query
 from attnsvm.results import HASH_NEUTRAL_GROUPS, config_hash, flatten, plain
 from attnsvm.runtime import limit_threads
 from attnsvm.sequential import masked_problem, unmask
@@ -46,6 +47,7 @@ def config_columns(cfg: RunConfig) -> dict:
     for k in ("seeds", "seed", "threads", "batch_size"):
         flat.pop(k)
     flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}
+    flat["loss_function"] = flat.pop("loss")  # the run key `loss`; column "loss" is its value
     short = {
         "n": cfg.dataset.n,
         "T": cfg.dataset.T,
@@ -68,7 +70,7 @@ def solve_svms(cfg: RunConfig, inst: Instances, alphas: dict[int, np.ndarray]) -
     (r -> alpha (n,)): {r: {norm name: SVMSolution}}. Norms that batch (the nuclear interior
     point) solve all seeds in one call; with a visibility mask (sequential attention) only
     visible tokens are constrained."""
-    X, Z = inst.X.cpu().double().numpy(), inst.Z.cpu().double().numpy()
+    X, Z = inst.K.cpu().double().numpy(), inst.Z.cpu().double().numpy()  # keys: x~ for p
     rs = list(alphas)
     masks = {r: _mask(inst, r) for r in rs}
     problems = [masked_problem(X[r], Z[r], alphas[r], masks[r]) for r in rs]
@@ -141,7 +143,10 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     )
     curves.update(geometry_curves(cfg, inst, r, Ws, sel, at_sel))
     if traj.v is not None:
-        curves.update(head_curves(cfg, inst, r, traj.v[:, r].cpu().double().numpy(), sel))
+        curves.update(head_curves(cfg, inst, r, traj.v[:, r].cpu().double().numpy(), sel, Ws))
+    fixed = {k: curves.pop(k) for k in [k for k in curves if k.startswith("p_relaxed")]}
+    if cfg.parameterization.kind == Parameterization.p:
+        curves["corr_p_mm"] = curves["corr_fro"]  # W = p e_1^T: corr(W, W^mm) = corr(p, p^mm)
     fro_sel = at_sel["fro"]
     local_opt = svm.is_locally_optimal(fro_sel, gamma, sel, cfg.solver)
     own = "nuc" if cfg.parameterization.kind == Parameterization.kq else "fro"
@@ -162,6 +167,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "softmax_min": smin,
         "saturated": smin >= 1 - mcfg.delta,
         "selected_is_opt": same,
+        "share_selected_opt": float(np.mean(sel == opt)),  # sequences whose selected is opt
         "locally_optimal": local_opt,
         "n_support": int(svm.support_tokens(fro_sel, cfg.solver).sum()) if fro_sel.ok else None,
         "conv_type": metrics.convergence_type(
@@ -173,6 +179,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "selected": ",".join(map(str, sel)),
         "opt": ",".join(map(str, opt)),
         "svm_seconds": svm_seconds,
+        **{k: float(x) for k, x in fixed.items()},  # the relaxed p-SVM, for the path pictures
     }
     trajectory = {
         "seed": inst.seeds[r],
@@ -185,6 +192,14 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "grad_norm": traj.grad_norm[:, r].cpu().numpy(),
         "selected": [",".join(map(str, s)) for s in traj.selected[:, r].cpu().numpy()],
     }
+    if cfg.parameterization.kind == Parameterization.p:  # the path of p: column 0 of W
+        trajectory.update({f"p{k}": Ws[:, k, 0] for k in range(Ws.shape[-1])})
+        if fro_sel.ok:  # p^mm at the selected tokens, for the path pictures
+            row.update({f"p_mm{k}": float(fro_sel.W[k, 0]) for k in range(Ws.shape[-1])})
+    if traj.v is not None:
+        vs = traj.v[:, r].cpu().double().numpy()  # (C, d)
+        trajectory.update({f"v{k}": vs[:, k] for k in range(vs.shape[-1])})
+        row["v_norm"] = float(np.linalg.norm(vs[-1]))
     return row, pd.DataFrame(trajectory)
 
 
@@ -192,7 +207,7 @@ def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: di
     """Per checkpoint, for every SVM norm N at the selected tokens: the margin ratio
     gamma_N(W) / gamma_N* (``margin_<N>``), and for mirror descent the Bregman divergence of
     its potential (``bregman_<N>``, FOLLOWUPS.md §3)."""
-    X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
+    X, Z = (t[r].cpu().double().numpy() for t in (inst.K, inst.Z))
     least = svm.min_margins(Ws, X, Z, sel, _mask(inst, r))  # (C,)
     made = {n.name: n for n in norms.make_norms(cfg.solver)}
     md = cfg.optimizer.kind == Optimizer.md
@@ -206,14 +221,24 @@ def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: di
     return curves
 
 
-def head_curves(cfg: RunConfig, inst: Instances, r: int, vs: np.ndarray, sel) -> dict:
+def head_curves(cfg: RunConfig, inst: Instances, r: int, vs: np.ndarray, sel, Ws=None) -> dict:
     """A trained head v (C, d) against the hard-margin classifier of the selected tokens,
-    v^mm = argmin ||v|| s.t. Y_i v^T x_{i alpha_i} >= 1 (``corr_v_mm``); for mirror descent
-    also the Bregman divergence to the lp one (``bregman_v``)."""
+    v^mm = argmin ||v|| s.t. Y_i v^T x_{i alpha_i} >= 1 (``corr_v_mm``); the attention
+    W(k) (C, d, d) against the relaxed Frobenius SVM, whose margin is 1 only for the support
+    vectors of v^mm (``corr_relaxed``, FOLLOWUPS.md §1); for mirror descent also the Bregman
+    divergence to the lp one (``bregman_v``)."""
     X, Y = inst.X[r].cpu().double().numpy(), inst.Y[r].cpu().double().numpy()
     rows = Y[:, None] * X[np.arange(len(sel)), sel]  # (n, d)
     v_mm = svm.v_mm(rows, 2.0, cfg.solver)
     curves = {"corr_v_mm": metrics.corr(vs[:, :, None], None if v_mm is None else v_mm[:, None])}
+    if Ws is not None:
+        tight = svm.v_mm_support(rows, v_mm, cfg.solver)
+        K, Z = (t[r].cpu().double().numpy() for t in (inst.K, inst.Z))
+        relaxed = svm.w_mm_relaxed(K, Z, sel, tight, cfg.solver) if tight.any() else None
+        W = relaxed.W if relaxed is not None and relaxed.ok else None
+        curves["corr_relaxed"] = metrics.corr(Ws, W)
+        if W is not None and cfg.parameterization.kind == Parameterization.p:
+            curves.update({f"p_relaxed{k}": W[k, 0] for k in range(W.shape[0])})
     if cfg.optimizer.kind == Optimizer.md:
         v_p = svm.v_mm(rows, cfg.optimizer.p, cfg.solver)
         curves["bregman_v"] = metrics.bregman(v_p, vs[:, :, None], cfg.optimizer.p)
@@ -275,6 +300,10 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
     """Train and analyse one batch of seeds; returns (rows, trajectory frames, extra frames)."""
     dtype = getattr(torch, cfg.dtype.value)
     inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
+    if cfg.parameterization.kind == Parameterization.p:  # keys x~ = M x, the one query e_1
+        inst = inst.p_model_view(
+            key_query(cfg.parameterization.key_query, cfg.dataset.example, cfg.dataset.d)
+        )
     opt = inst.opt.cpu().numpy()
     if not cfg.train:
         at_opt = solve_svms(cfg, inst, dict(enumerate(opt)))
@@ -287,7 +316,7 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
         params, cone_info = cone_params(cfg, inst)
     traj = train(
         inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params,
-        engine=cfg.train_engine, threads=cfg.threads, train_head=cfg.head.train,
+        engine=cfg.train_engine, threads=cfg.threads, train_head=cfg.head.train, loss=cfg.loss,
     )  # fmt: skip
     train_seconds = (time.perf_counter() - t0) / len(seeds)
     sel = traj.selected[-1].cpu().numpy()

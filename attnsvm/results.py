@@ -66,10 +66,22 @@ HASH_NEUTRAL_DEFAULTS = {
         "graphs": "cyclic",
         "ids": None,
         "labels": None,
+        "example": None,
+        "classes": [0, 1],
+        "patch": 4,
+        "positions": False,
     },
+    "parameterization": {"key_query": None},
     "head": {"kwargs": {}, "train": False},
-    "optimizer": {"kwargs": {}, "p": 2.0, "normalize": True, "betas": [0.9, 0.999]},
+    "optimizer": {
+        "kwargs": {},
+        "p": 2.0,
+        "normalize": True,
+        "betas": [0.9, 0.999],
+        "gradient": "exact",
+    },
     "solver": {"norms": ["fro", "nuc"]},
+    "": {"loss": "logistic"},  # run-level keys
 }
 
 # Config groups added later: at their defaults the whole group stays out of the hash.
@@ -86,8 +98,9 @@ def config_hash(cfg) -> str:
         d.pop(k, None)
     for group, defaults in HASH_NEUTRAL_DEFAULTS.items():
         for k, default in defaults.items():
-            if group in d and d[group].get(k, default) == default:
-                d[group].pop(k, None)
+            where = d if group == "" else d.get(group)
+            if where is not None and where.get(k, default) == default:
+                where.pop(k, None)
     for group in HASH_NEUTRAL_GROUPS:
         if group in d and d[group] == plain(type(getattr(cfg, group))()):
             d.pop(group)

@@ -96,20 +96,24 @@ def w_mm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> 
     return check_solution(sol, X, Z, alpha, cfg) if sol.W is not None else sol
 
 
-def least_distance_dual(gram: np.ndarray) -> tuple[np.ndarray, float]:
-    """Least-distance programming min ||w|| s.t. A w >= 1 from the Gram matrix A A^T alone:
-    NNLS on E = [M; 1^T], f = e_last with M^T M = gram (Lawson & Hanson, ch. 23).
+def least_distance_dual(
+    gram: np.ndarray, rhs: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
+    """Least-distance programming min ||w|| s.t. A w >= b (b = ``rhs``, default 1) from the
+    Gram matrix A A^T alone: NNLS on E = [M; b^T], f = e_last with M^T M = gram (Lawson &
+    Hanson, ch. 23).
 
-    Returns u and the slack 1 - sum(u), the residual's last entry: 0 iff 0 is in conv{A_j},
-    i.e. iff no w has every margin >= 1 (whatever the norm); else w = A^T u / slack."""
+    Returns u and the slack 1 - b^T u, the residual's last entry: 0 iff no w satisfies every
+    constraint (for b = 1: 0 is in conv{A_j}, whatever the norm); else w = A^T u / slack."""
     evals, evecs = np.linalg.eigh(gram)
     M = np.sqrt(np.clip(evals, 0, None))[:, None] * evecs.T  # (m, m), M^T M = gram
     m = gram.shape[0]
-    E = np.vstack([M, np.ones((1, m))])
+    b = np.ones(m) if rhs is None else np.asarray(rhs, dtype=float)
+    E = np.vstack([M, b[None, :]])
     f = np.zeros(m + 1)
     f[-1] = 1.0
     u, _ = nnls(E, f, maxiter=50 * (m + 1))
-    return u, 1.0 - u.sum()
+    return u, 1.0 - b @ u
 
 
 def _ldp_dual(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, float]:
@@ -126,6 +130,36 @@ def _fro_nnls(X, Z, alpha) -> SVMSolution:
     mu = u / slack  # dual variables of the constraints
     W = (dx * mu[:, None]).T @ zq  # (d, d) sum_j mu_j dx_j z_j^T
     return SVMSolution("fro", OPTIMAL, W=W)
+
+
+def w_mm_relaxed(X, Z, alpha, tight: np.ndarray, cfg: SolverConfig) -> SVMSolution:
+    """The relaxed Frobenius SVM of joint training (FOLLOWUPS.md §1): min ||W|| s.t.
+    (x_{i alpha_i} - x_it)^T W z_i >= 1 for the sequences i that are support vectors of v^mm
+    (``tight`` (n,) bool) and >= 0 for the others; exact, by the least-distance dual."""
+    t0 = time.perf_counter()
+    dx, zq, ids = constraints(X, Z, alpha)
+    rhs = tight[ids[:, 0]].astype(float)
+    if not rhs.any():
+        return SVMSolution("fro", INFEASIBLE, reason="no sequence is a support vector of v^mm")
+    u, slack = least_distance_dual((dx @ dx.T) * (zq @ zq.T), rhs)
+    if slack <= 1e-12:
+        return SVMSolution("fro", INFEASIBLE, reason="the relaxed constraints are infeasible")
+    W = (dx * (u / slack)[:, None]).T @ zq
+    sol = SVMSolution("fro", OPTIMAL, W=W, seconds=time.perf_counter() - t0)
+    sol.margins = margins_of(W, X, Z, alpha)
+    bound = np.where(tight, 1.0, 0.0)[:, None] - cfg.feas_tol
+    if (sol.margins < bound).any():
+        sol.status, sol.reason = INACCURATE, "a relaxed margin below its bound - feas_tol"
+    sol.rank = matrix_rank(W, cfg.rank_rtol)
+    return sol
+
+
+def v_mm_support(rows: np.ndarray, v: np.ndarray | None, cfg: SolverConfig) -> np.ndarray:
+    """(n,) the support vectors of the head's SVM v^mm: Y_i v^T x_{i alpha_i} <= 1 +
+    support_tol (``rows`` = Y_i x_{i alpha_i}); none when v^mm does not exist."""
+    if v is None:
+        return np.zeros(len(rows), dtype=bool)
+    return rows @ v <= 1 + cfg.support_tol
 
 
 def _reduced_basis(A: np.ndarray, rtol: float = 1e-12) -> np.ndarray:

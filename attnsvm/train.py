@@ -1,6 +1,8 @@
 """Gradient descent on 1-layer softmax attention, all seeds of a batch at once.
 
-Parameters are W (R, d, d) or the factors K, Q (R, d, m) with W = K Q^T. Every operation is
+Parameters are W (R, d, d), the factors K, Q (R, d, m) with W = K Q^T, or one vector p (R, d)
+per seed (the p-model: logits x~_it^T p on the keys x~ = M x, trained as W = p e_1^T with the
+one query e_1, ``Instances.p_model_view``). Every operation is
 per seed (batched matmuls, reductions over non-seed axes only), so a seed's trajectory is
 bit-identical whether it trains alone or in a batch of a thousand. The gradient is written
 by hand (PAPER.md §6.1): autograd's form is mostly rounding error once the softmax saturates.
@@ -18,7 +20,9 @@ import torch.nn.functional as F
 from attnsvm.batchops import dot_last, elementwise, matmul, sum_last
 from attnsvm.config import (
     Engine,
+    Gradient,
     Init,
+    Loss,
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
@@ -40,26 +44,50 @@ def softmax_probs(W: torch.Tensor, X: torch.Tensor, Z: torch.Tensor, mask=None):
     return elementwise(torch.exp, F.log_softmax(a, dim=-1))
 
 
-def loss_and_grad_w(W: torch.Tensor, inst: Instances, head, with_loss: bool = True):
-    """Logistic loss (R,) (None unless ``with_loss``), softmax s (R, n, T) and dL/dW (R, d, d)
-    for the head's outputs."""
-    loss, s, grad, _ = loss_and_grads(W, inst, head, with_loss)
-    return loss, s, grad
+def _ones(u: torch.Tensor) -> torch.Tensor:
+    return torch.ones_like(u)
 
 
-def loss_and_grads(W: torch.Tensor, inst: Instances, head, with_loss: bool = True):
-    """``loss_and_grad_w`` and dL/df (R, n), what a trained head's gradient is made of."""
-    X, Y, Z = inst.X, inst.Y, inst.Z
-    n = X.shape[1]
-    s = softmax_probs(W, X, Z, getattr(inst, "mask", None))
+# loss -> (l(u), -l'(u)) of the margin u = Y_i f_i, elementwise and batch-invariant
+LOSSES = {
+    Loss.logistic: (
+        lambda u: elementwise(F.softplus, -u),
+        lambda u: elementwise(torch.sigmoid, -u),
+    ),
+    Loss.exponential: (
+        lambda u: elementwise(torch.exp, -u),
+        lambda u: elementwise(torch.exp, -u),
+    ),
+    Loss.correlation: (lambda u: -u, _ones),
+}
+
+
+def loss_and_grad_w(
+    W: torch.Tensor, inst: Instances, head, with_loss: bool = True, loss=Loss.logistic
+):
+    """Loss (R,) (None unless ``with_loss``; logistic unless ``loss``), softmax s (R, n, T) and
+    dL/dW (R, d, d) for the head's outputs."""
+    value, s, grad, _ = loss_and_grads(W, inst, head, with_loss, loss)
+    return value, s, grad
+
+
+def loss_and_grads(
+    W: torch.Tensor, inst: Instances, head, with_loss: bool = True, loss=Loss.logistic
+):
+    """``loss_and_grad_w`` and dL/df (R, n), what a trained head's gradient is made of.
+    Scores use the keys ``inst.K`` (x~ = M x for the p-model), the head the tokens X."""
+    K, Y, Z = inst.K, inst.Y, inst.Z
+    n = K.shape[1]
+    s = softmax_probs(W, K, Z, getattr(inst, "mask", None))
     f = head.output(s)  # (R, n)
     margin = Y * f
-    loss = sum_last(elementwise(F.softplus, -margin)) / n if with_loss else None  # (R,)
-    c = -Y * elementwise(torch.sigmoid, -margin) / n  # (R, n) dL/df_i
+    value, slope = LOSSES[Loss(loss)]
+    total = sum_last(value(margin)) / n if with_loss else None  # (R,)
+    c = -Y * slope(margin) / n  # (R, n) dL/df_i
     G = c.unsqueeze(-1) * s * head.centred_values(s)  # (R, n, T) dL/da_it
-    u = matmul(G.unsqueeze(-2), X).squeeze(-2)  # (R, n, d) sum_t G_it x_it
+    u = matmul(G.unsqueeze(-2), K).squeeze(-2)  # (R, n, d) sum_t G_it x~_it
     grad = matmul(u.transpose(-1, -2), Z)  # (R, d, d) sum_i u_i z_i^T
-    return loss, s, grad, c
+    return total, s, grad, c
 
 
 def grad_v(inst: Instances, s: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
@@ -76,14 +104,25 @@ def frob(A: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class Params:
-    """W-parameterization holds ``W``; (K,Q) holds ``K`` and ``Q`` and W = K Q^T."""
+    """W-parameterization holds ``W``; (K,Q) holds ``K`` and ``Q`` and W = K Q^T; the p-model
+    holds ``p`` (R, d) and W = p e_1^T (its one query is e_1)."""
 
     W: torch.Tensor | None = None
     K: torch.Tensor | None = None
     Q: torch.Tensor | None = None
+    p: torch.Tensor | None = None
+
+    @property
+    def names(self) -> list[str]:
+        """The trained tensors' names."""
+        return ["W"] if self.W is not None else ["p"] if self.p is not None else ["K", "Q"]
 
     def attention_matrix(self) -> torch.Tensor:
-        return self.W if self.W is not None else matmul(self.K, self.Q.transpose(-1, -2))
+        if self.W is not None:
+            return self.W
+        if self.p is not None:
+            return F.pad(self.p.unsqueeze(-1), (0, self.p.shape[-1] - 1))  # (R, d, d) p e_1^T
+        return matmul(self.K, self.Q.transpose(-1, -2))
 
 
 def init_params(cfg: ParameterizationConfig, seeds: list[int], d: int, dtype, device) -> Params:
@@ -91,13 +130,17 @@ def init_params(cfg: ParameterizationConfig, seeds: list[int], d: int, dtype, de
 
     ``torch`` is nn.Linear's default U(-1/sqrt(d), 1/sqrt(d)) as in the published notebooks
     (there Q is drawn before K); ``zeros`` is W(0) = 0, and for (K,Q) Q(0) = 0 with
-    K(0) = init_scale * N(0, 1), since K = Q = 0 is a stationary point.
+    K(0) = init_scale * N(0, 1), since K = Q = 0 is a stationary point. p is drawn as a
+    (d, 1) matrix would be (``published`` starts come with the data: ``train``).
     """
     m = cfg.m or d
     mats = []
     for seed in seeds:
         g = torch.Generator().manual_seed(seed + INIT_SEED_OFFSET)
-        shapes = [(d, d)] if cfg.kind == Parameterization.w else [(d, m), (d, m)]  # Q, K
+        shapes = {Parameterization.w: [(d, d)], Parameterization.p: [(d, 1)]}.get(
+            cfg.kind,
+            [(d, m), (d, m)],  # (K,Q): Q, K
+        )
         draws = []
         for i, shape in enumerate(shapes):
             if cfg.init == Init.torch:
@@ -116,6 +159,8 @@ def init_params(cfg: ParameterizationConfig, seeds: list[int], d: int, dtype, de
     ]
     if cfg.kind == Parameterization.w:
         return Params(W=stacked[0].contiguous())
+    if cfg.kind == Parameterization.p:
+        return Params(p=stacked[0][..., 0].contiguous())
     return Params(Q=stacked[0].contiguous(), K=stacked[1].contiguous())
 
 
@@ -152,10 +197,12 @@ def train(
     engine: Engine = Engine.torch,
     threads: int = 1,
     train_head: bool = False,
+    loss: Loss = Loss.logistic,
 ) -> Trajectory:
     """Run ``ocfg.steps`` steps of the configured step rule; checkpoint every k steps and at
     the end. ``train_head``: the linear head's v (from ``inst.v``) is trained too, by its own
-    instance of the rule (normalized by its own gradient norm).
+    instance of the rule (normalized by its own gradient norm). ``loss``: l of (1/n) sum l(Y f).
+    The p-model needs ``inst`` in its view (``Instances.p_model_view``).
 
     ``engine=fused`` hands the whole run to the C kernel (``attnsvm.fused``; ``threads`` groups
     of seeds at once). Here, with torch, loss, penalty and ||grad|| are only formed at
@@ -166,32 +213,39 @@ def train(
 
         return train_fused(inst, head, pcfg, ocfg, params, threads)
     R, n, _, d = inst.X.shape
+    if params is None and pcfg.init == Init.published:
+        params = Params(p=inst.p0.clone())
     p = params or init_params(pcfg, inst.seeds, d, inst.X.dtype, inst.X.device)
-    names = ["W"] if p.W is not None else ["K", "Q"]
+    names = p.names
     rules = {name: make_optimizer(ocfg) for name in names + ["v"] * train_head}
     needs_loss = getattr(rules[names[0]], "needs_loss", False)
-    floor = loss_floor(inst, head) if needs_loss and not train_head else 0.0
+    floor = loss_floor(inst, head, loss) if needs_loss and not train_head else 0.0
     v = inst.v.clone() if train_head else None
     ckpts = checkpoint_steps(ocfg.steps, ocfg.checkpoint_every)
     rec = _empty_trajectory(ckpts, R, n, d, inst.X, train_head)
     c, C = 0, len(ckpts)
     for k in range(ocfg.steps + 1):
         at_ckpt = c < C and ckpts[c] == k
-        if train_head:
-            head = LinearHead(inst, v)
-        loss, s, grads, norms = _loss_and_grads(p, inst, head, pcfg, at_ckpt or needs_loss)
-        if train_head:
-            grads["v"] = grad_v(inst, s, norms.pop("c"))
-            norms["v"] = frob(grads["v"].unsqueeze(-1))
+        if ocfg.gradient == Gradient.autograd:
+            value, s, grads, norms = autograd_loss_and_grads(p, inst, head, pcfg, loss, v)
+        else:
+            if train_head:
+                head = LinearHead(inst, v)
+            value, s, grads, norms = _loss_and_grads(
+                p, inst, head, pcfg, at_ckpt or needs_loss, loss
+            )
+            if train_head:
+                grads["v"] = grad_v(inst, s, norms.pop("c"))
+                norms["v"] = frob(grads["v"].unsqueeze(-1))
         if at_ckpt:
-            _record(rec, c, p, loss, s, norms, names, v)
+            _record(rec, c, p, value, s, norms, names, v)
             c += 1
         if k == ocfg.steps:
             break
-        extra = {"loss": loss - floor} if needs_loss else {}
+        extra = {"loss": value - floor} if needs_loss else {}
         for name, rule in rules.items():
-            value = v if name == "v" else getattr(p, name)
-            new = rule.update(value, grads[name], norms[name], **extra)
+            tensor = v if name == "v" else getattr(p, name)
+            new = rule.update(tensor, grads[name], norms[name], **extra)
             if name == "v":
                 v = new
             else:
@@ -200,16 +254,16 @@ def train(
     return rec
 
 
-def loss_floor(inst: Instances, head) -> torch.Tensor:
+def loss_floor(inst: Instances, head, loss: Loss = Loss.logistic) -> torch.Tensor:
     """(R,) the loss when every sequence's softmax is one-hot on its best token:
-    mean_i min_t softplus(-Y_i f_i(e_t)). Attention can only approach it by saturating; for
+    mean_i min_t l(Y_i f_i(e_t)). Attention can only approach it by saturating; for
     the linear head it is the infimum over W, the optimal value a Polyak step needs (with a
     trained head the infimum is 0)."""
     R, n, T, _ = inst.X.shape
     eye = torch.eye(T, dtype=inst.X.dtype, device=inst.X.device)
     f = torch.stack([head.output(eye[t].expand(R, n, T)) for t in range(T)], -1)  # (R, n, T)
     best = (inst.Y[..., None] * f).max(-1).values  # (R, n)
-    return sum_last(elementwise(F.softplus, -best)) / n
+    return sum_last(LOSSES[Loss(loss)][0](best)) / n
 
 
 def _empty_trajectory(ckpts, R, n, d, like_t, train_head) -> Trajectory:
@@ -229,18 +283,54 @@ def _empty_trajectory(ckpts, R, n, d, like_t, train_head) -> Trajectory:
     )
 
 
-def _loss_and_grads(p: Params, inst, head, pcfg, with_loss: bool):
+def _loss_and_grads(p: Params, inst, head, pcfg, with_loss: bool, kind=Loss.logistic):
     """Loss (penalty included for (K,Q)), softmax, gradients and their per-seed norms by
-    parameter name ("W", or "K" and "Q"); norms["c"] is dL/df for a trained head."""
+    parameter name ("W", "p", or "K" and "Q"); norms["c"] is dL/df for a trained head."""
     W = p.attention_matrix()
-    loss, s, gW, c = loss_and_grads(W, inst, head, with_loss)
+    loss, s, gW, c = loss_and_grads(W, inst, head, with_loss, kind)
     if p.W is not None:
         return loss, s, {"W": gW}, {"W": frob(gW), "c": c}
+    if p.p is not None:  # dL/dp = sum_i sum_t G_it x~_it, column 0 of dL/dW (z_i = e_1)
+        gp = gW[..., 0].contiguous()
+        return loss, s, {"p": gp}, {"p": frob(gp.unsqueeze(-1)), "c": c}
     gK = matmul(gW, p.Q) + 2 * pcfg.penalty * p.K  # chain rule, plus the vanishing penalty
     gQ = matmul(gW.transpose(-1, -2), p.K) + 2 * pcfg.penalty * p.Q
     if with_loss:
         loss = loss + pcfg.penalty * (frob(p.K) ** 2 + frob(p.Q) ** 2)
     return loss, s, {"K": gK, "Q": gQ}, {"K": frob(gK), "Q": frob(gQ), "c": c}
+
+
+# l(u) as the published notebooks write it, for optimizer.gradient=autograd
+NAIVE_LOSSES = {
+    Loss.logistic: lambda u: torch.log(1 + torch.exp(-u)),
+    Loss.exponential: lambda u: torch.exp(-u),
+    Loss.correlation: lambda u: -u,
+}
+
+
+def autograd_loss_and_grads(p: Params, inst, head, pcfg, kind=Loss.logistic, v=None):
+    """``_loss_and_grads`` in the published notebooks' form (``optimizer.gradient=autograd``):
+    torch.softmax of the scores, the loss as written, differentiated by autograd. After the
+    softmax saturates the masked tokens' share of the gradient is lost to cancellation (PAPER
+    §6.1); in float32 the gradient becomes exactly 0 and normalized GD stops: the freeze of the
+    published pictures. ``v``: a trained linear head's v, differentiated too."""
+    leaves = {name: getattr(p, name).detach().requires_grad_() for name in p.names}
+    if v is not None:
+        leaves["v"] = v.detach().requires_grad_()
+        head = LinearHead(inst, leaves["v"])
+    W = Params(**{k: t for k, t in leaves.items() if k != "v"}).attention_matrix()
+    a = torch.einsum("rntd,rde,rne->rnt", inst.K, W, inst.Z)
+    if getattr(inst, "mask", None) is not None:
+        a = a.masked_fill(~inst.mask, float("-inf"))
+    s = torch.softmax(a, dim=-1)
+    value = NAIVE_LOSSES[Loss(kind)](inst.Y * head.output(s)).mean(-1)  # (R,)
+    if "K" in leaves:
+        value = value + pcfg.penalty * (
+            leaves["K"].square().sum((1, 2)) + leaves["Q"].square().sum((1, 2))
+        )
+    grads = dict(zip(leaves, torch.autograd.grad(value.sum(), list(leaves.values())), strict=True))
+    norms = {k: frob(g.reshape(g.shape[0], -1, 1)) for k, g in grads.items()}
+    return value.detach(), s.detach(), grads, norms
 
 
 def _record(rec: Trajectory, c: int, p: Params, loss, s, norms, names, v) -> None:

@@ -91,6 +91,42 @@ BAD = [
     ),
     (["experiment=nexttoken"], ["experiment=nexttoken needs dataset=nexttoken"]),
     (["dataset=nexttoken"], ["dataset=nexttoken is read by experiment=nexttoken only"]),
+    # the p-model, the published max-margin examples and the loss (issue 12)
+    (["loss=hinge"], ["loss", "logistic", "exponential", "correlation"]),
+    (
+        ["dataset=maxmargin", "parameterization=p", "dataset.example=triple"],
+        ["dataset.example='triple'", "single, single_local, multi, joint, joint_relaxed, loss"],
+    ),
+    (["dataset=maxmargin", "seeds=6"], ["dataset=maxmargin", "parameterization=p"]),
+    (
+        ["dataset=maxmargin", "parameterization=p", "dataset.example=joint", "seeds=2"],
+        ["seed/seeds", "seed + seeds <= 1", "dataset.example=joint"],
+    ),
+    (
+        ["dataset=maxmargin", "parameterization=p", "dataset.d=2"],
+        ["dataset.d=2", "dataset.example=single has d=3"],
+    ),
+    (
+        ["parameterization=p", "parameterization.key_query=[[1,0],[0,1]]"],
+        ["parameterization.key_query", "10x10", "2x2"],
+    ),
+    (
+        ["parameterization=p", "parameterization.key_query=[[1,0],[0]]"],
+        ["parameterization.key_query", "square matrix"],
+    ),
+    (["parameterization.key_query=[[1]]"], ["parameterization.key_query", "parameterization=p"]),
+    (["parameterization=p", "parameterization.init=published"], ["dataset=maxmargin"]),
+    (["parameterization=p", "dataset.attention=self"], ["parameterization=p", "cross"]),
+    (["parameterization=p", "experiment=regpath"], ["parameterization=p", "experiment"]),
+    (["parameterization=p", "engine=fused"], ["engine=fused", "parameterization=p"]),
+    (["loss=exponential", "engine=fused"], ["engine=fused", "loss=exponential"]),
+    (["loss=correlation", "experiment=regpath"], ["loss=correlation", "experiment=gd"]),
+    (["dataset.example=single"], ["dataset.example", "dataset=maxmargin"]),
+    (["dataset=digits", "dataset.classes=[3,3]"], ["dataset.classes", "two different digits"]),
+    (["dataset=digits", "dataset.classes=[0,10]"], ["dataset.classes", "in 0-9"]),
+    (["dataset=digits", "dataset.n=400"], ["dataset.n=400", "1..360", "digits 0 and 1"]),
+    (["dataset=digits", "dataset.patch=3"], ["dataset.patch", "2 or 4"]),
+    (["dataset=digits", "dataset.T=8"], ["dataset.T=8", "gives T=4"]),
 ]
 if not torch.cuda.is_available():
     BAD.append((["device=cuda"], ["device", "cpu (no CUDA device here)"]))

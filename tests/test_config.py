@@ -21,8 +21,10 @@ GROUP_OPTIONS = {
         "callable",
         "joint2d",
         "nexttoken",
+        "maxmargin",
+        "digits",
     ],  # fmt: skip
-    "parameterization": ["w", "kq"],
+    "parameterization": ["w", "kq", "p"],
     "optimizer": ["ngd", "gd", "md", "md175", "md2", "md3", "sign", "adam", "spectral", "polyak"],
     "solver": ["ipm", "clarabel", "scs"],
     "head": ["linear", "relu", "lambda"],
@@ -36,6 +38,7 @@ NEEDS = {  # options that compose only with a partner
     "dataset=file": [f"dataset.path={TINY_NPZ}", "seeds=3"],
     "dataset=callable": ["dataset.target=userdata_example.make"],
     "dataset=nexttoken": ["experiment=nexttoken"],
+    "dataset=maxmargin": ["parameterization=p", "seeds=6"],
 }
 
 

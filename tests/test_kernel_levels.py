@@ -89,7 +89,7 @@ from attnsvm.runtime import mkl_cnr_mode
 frames = [
     run_job(RunConfig(seeds=6, engine=engine, parameterization=ParameterizationConfig(kind=kind)))
     .runs.assign(engine_run=engine.value)
-    for kind in Parameterization
+    for kind in (Parameterization.w, Parameterization.kq)
     for engine in (Engine.torch, Engine.fused)
 ]
 pd.concat(frames).to_parquet(sys.argv[1])
