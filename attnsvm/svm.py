@@ -113,7 +113,7 @@ def least_distance_dual(
     f = np.zeros(m + 1)
     f[-1] = 1.0
     u, _ = nnls(E, f, maxiter=50 * (m + 1))
-    return u, 1.0 - b @ u
+    return u, 1.0 - (u.sum() if rhs is None else b @ u)  # u.sum(): the bits b = 1 always had
 
 
 def _ldp_dual(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, float]:
