@@ -273,6 +273,28 @@ def nexttoken_experiments(quick: bool) -> dict:
     }
 
 
+def _train_each(insts: list, pcfg, ocfg) -> None:
+    for inst in insts:
+        train(inst, make_head(HeadConfig(), inst), pcfg, ocfg, train_head=True)
+
+
+def joint_training(quick: bool) -> dict:
+    """Joint training of the head (head.train=true, torch engine), W and the p-model at
+    (6,8,10), 1000 NGD steps: seed-runs per CPU second, 100 seeds batched vs one at a time."""
+    R, alone = (20, 4) if quick else (100, 10)
+    out = {}
+    for kind in (Parameterization.w, Parameterization.p):
+        pcfg = ParameterizationConfig(kind=kind)
+        ocfg = OptimizerConfig(steps=1000)
+        inst = make_instances(DatasetConfig(), list(range(R)))
+        head = make_head(HeadConfig(), inst)
+        batched = _timed(train, inst, head, pcfg, ocfg, train_head=True)
+        one = [make_instances(DatasetConfig(), [s]) for s in range(alone)]
+        single = _timed(_train_each, one, pcfg, ocfg)
+        out[kind.value] = {"batched": R / batched.cpu, "alone": alone / single.cpu}
+    return out
+
+
 def training_throughput(quick: bool) -> dict:
     """Seed-runs of 2000 steps per wall and per CPU second at (6,8,10), by engine and threads
     (torch threads for the torch engine; seed groups run at once for the fused one)."""
@@ -414,6 +436,7 @@ class _Results:
     local: Timing
     base_mem: float
     nexttoken: dict = field(default_factory=dict)  # nexttoken_experiments
+    joint: dict = field(default_factory=dict)  # joint_training
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -435,6 +458,7 @@ def _measure(quick: bool, emit) -> _Results:
         _emit_ratios(emit, tr, sv)
         naive_rank = naive_rank_estimate(quick)
         thr = training_throughput(quick)
+        joint = joint_training(quick)
         mt_cpu, mt_target = multitoken_experiment(quick)
         big = large_svms()
     builds = build_throughput(quick)
@@ -443,7 +467,7 @@ def _measure(quick: bool, emit) -> _Results:
     base_mem = naive_training_memory()
     nt = nexttoken_experiments(quick)
     return _Results(
-        tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem, nt
+        tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem, nt, joint
     )
 
 
@@ -512,6 +536,19 @@ def _emit_nexttoken(emit, nt: dict, quick: bool) -> None:
         )
 
 
+def _emit_joint(emit, joint: dict) -> None:
+    """Joint training of the head: batched over seeds vs one seed at a time."""
+    emit("## Joint training of the head (head.train=true, torch engine, 1000 steps, (6,8,10))")
+    emit()
+    emit("| model | seed-runs per CPU s, batched | one at a time | ratio |")
+    emit("|---|---|---|---|")
+    for kind, t in joint.items():
+        emit(
+            f"| {kind} | {t['batched']:.0f} | {t['alone']:.1f} | {t['batched'] / t['alone']:.0f}x |"
+        )
+    emit()
+
+
 def _emit_throughput(emit, thr: dict, builds: dict) -> None:
     """The training throughput table, by batch, parameterization, engine and threads."""
     emit("## Training throughput at (6,8,10) (seed-runs of 2000 steps per second)")
@@ -559,6 +596,7 @@ def _record(r: _Results, stamp: str, quick: bool) -> dict:
         "local": {"wall": r.local.wall, "cpu": r.local.cpu},
         "multitoken_cpu": r.multitoken_cpu,
         "nexttoken": {k: {"wall": t.wall, "cpu": t.cpu} for k, t in r.nexttoken.items()},
+        "joint_per_cpu_s": r.joint,
         "large_s": {name: t.wall for name, (_, t, _, _) in r.large.items()},
     }
 
@@ -580,6 +618,7 @@ def main(argv: list[str] | None = None) -> str:
     res = _measure(args.quick, emit)
     _emit_experiments(emit, res, args.quick)
     _emit_throughput(emit, res.throughput, res.builds)
+    _emit_joint(emit, res.joint)
     _emit_large_svms(emit, res.large)
     emit(f"Finished with {load()}.")
     text = "\n".join(lines) + "\n"
@@ -632,6 +671,22 @@ def readme_table(r: dict) -> str:
         f"| Frobenius SVM (20,20,1000) / nuclear SVM (20,20,200) | {r['large_s']['fro']:.2f} / "
         f"{r['large_s']['nuc']:.2f} s | – | – |",
     ]
+    if r.get("nexttoken"):
+        nt = r["nexttoken"]
+        rows.append(
+            f"| nexttoken: the global / local notebook's 10 instances, one worker; the d sweep "
+            f"(18 jobs) on 2 | {nt['global']['wall']:.1f} / {nt['local']['wall']:.1f} s; "
+            f"{nt['d_sweep']['wall']:.0f} s wall | | |"
+        )
+    if r.get("joint_per_cpu_s"):
+        j = r["joint_per_cpu_s"]
+        rows.append(
+            "| joint training of the head (torch engine, 1000 steps), W / p-model: seed-runs "
+            f"per CPU second, batched vs one seed at a time | {j['w']['batched']:.0f} / "
+            f"{j['p']['batched']:.0f} | {j['w']['alone']:.1f} / {j['p']['alone']:.1f} | "
+            f"{ratio(j['w']['batched'], j['w']['alone'])} / "
+            f"{ratio(j['p']['batched'], j['p']['alone'])} |"
+        )
     head = f"{r['machine']}; {r['date']}" + (" (quick mode)" if r["quick"] else "")
     return "\n".join([f"Measured on {head}:", "", *rows])
 
