@@ -49,10 +49,11 @@ class Nuclear:
     """W^mm_*: the batched interior point (solver.backend=IPM) or one cvxpy model each."""
 
     name = "nuc"
+    uses_fro = True  # solve_all passes the Frobenius SVMs: a large instance's working set
 
-    def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
+    def solve(self, problems, cfg: SolverConfig, fro=None) -> list[svm.SVMSolution]:
         if cfg.backend == Backend.IPM:
-            return svm.w_mm_nuc_batch(problems, cfg, feasible=[True] * len(problems))
+            return svm.w_mm_nuc_batch(problems, cfg, feasible=[True] * len(problems), fro=fro)
         return [svm.w_mm_nuc(X, Z, alpha, cfg) for X, Z, alpha in problems]
 
     def value(self, W: np.ndarray) -> np.ndarray:
@@ -193,7 +194,9 @@ def solve_all(norms: list, problems: list, cfg: SolverConfig) -> list[dict]:
     ok = [k for k, sols in enumerate(out) if sols[fro.name].status != svm.INFEASIBLE]
     for norm in others:
         t0 = time.perf_counter()
-        solved = norm.solve([problems[k] for k in ok], cfg) if ok else []
+        todo = [problems[k] for k in ok]
+        hint = {"fro": [out[k][fro.name] for k in ok]} if getattr(norm, "uses_fro", False) else {}
+        solved = norm.solve(todo, cfg, **hint) if ok else []
         if len(solved) != len(ok):
             raise RuntimeError(f"norm {norm.name!r} returned {len(solved)} of {len(ok)} solutions")
         for k, sol in zip(ok, solved, strict=True):
