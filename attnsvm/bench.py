@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from attnsvm import fused, svm
+from attnsvm import bench_scale, fused, svm
 from attnsvm.config import (
     DatasetConfig,
     Engine,
@@ -437,6 +437,7 @@ class _Results:
     base_mem: float
     nexttoken: dict = field(default_factory=dict)  # nexttoken_experiments
     joint: dict = field(default_factory=dict)  # joint_training
+    scale: list = field(default_factory=list)  # bench_scale.measure
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -466,8 +467,10 @@ def _measure(quick: bool, emit) -> _Results:
     local = local_experiment(quick)
     base_mem = naive_training_memory()
     nt = nexttoken_experiments(quick)
+    scale = bench_scale.measure(quick)
     return _Results(
-        tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem, nt, joint
+        tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem, nt, joint,
+        scale,
     )
 
 
@@ -598,6 +601,7 @@ def _record(r: _Results, stamp: str, quick: bool) -> dict:
         "nexttoken": {k: {"wall": t.wall, "cpu": t.cpu} for k, t in r.nexttoken.items()},
         "joint_per_cpu_s": r.joint,
         "large_s": {name: t.wall for name, (_, t, _, _) in r.large.items()},
+        "scale": r.scale,
     }
 
 
@@ -620,6 +624,7 @@ def main(argv: list[str] | None = None) -> str:
     _emit_throughput(emit, res.throughput, res.builds)
     _emit_joint(emit, res.joint)
     _emit_large_svms(emit, res.large)
+    bench_scale.emit_table(emit, res.scale)
     emit(f"Finished with {load()}.")
     text = "\n".join(lines) + "\n"
     record = _record(res, stamp, args.quick)
@@ -686,6 +691,14 @@ def readme_table(r: dict) -> str:
             f"{j['p']['batched']:.0f} | {j['w']['alone']:.1f} / {j['p']['alone']:.1f} | "
             f"{ratio(j['w']['batched'], j['w']['alone'])} / "
             f"{ratio(j['p']['batched'], j['p']['alone'])} |"
+        )
+    for job in r.get("scale", []):
+        o = job["ours"]
+        rows.append(
+            f"| a {job['seeds']}-seed job at {tuple(job['shape'])}: 2000 steps and the four SVMs "
+            f"per seed, threads=2 (target <= {job['target_s']:.0f} s) | {o['wall']:.0f} s, "
+            f"{o['peak_mib']:.0f} MiB peak | {job['before_wall_scaled']:.0f} s (routes before "
+            f"issue 16) | {job['ratio']:.1f}× |"
         )
     head = f"{r['machine']}; {r['date']}" + (" (quick mode)" if r["quick"] else "")
     return "\n".join([f"Measured on {head}:", "", *rows])
