@@ -704,7 +704,12 @@ class RunConfig:
         if self.device == Device.cuda:
             import torch
 
-            _require(torch.cuda.is_available(), "device", "cpu (no CUDA device here)", "cuda")
+            if not torch.cuda.is_available():
+                raise ConfigError(
+                    f"device='cuda' is invalid: CUDA is not available here (torch "
+                    f"{torch.__version__}, torch.cuda.is_available() is False): accepted values "
+                    f"are cpu (no CUDA device here); install a CUDA build of torch on a GPU machine"
+                )
         if self.engine == Engine.fused:  # only a pinned engine can be refused; auto never is
             self.train_engine  # noqa: B018  raises if engine=fused cannot run here
 
