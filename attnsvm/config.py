@@ -738,7 +738,10 @@ class RunConfig:
                 f"experiment=nexttoken: accepted values are ngd, gd"
             )
         if exp and self.device != Device.cpu:
-            raise ConfigError("experiment=nexttoken runs on the cpu: accepted values are cpu")
+            raise ConfigError(
+                f"device={self.device.value} is invalid for experiment=nexttoken (it trains on "
+                f"the cpu): accepted values are cpu"
+            )
 
     def _check_geometry(self) -> None:
         """Optimizers defined for one matrix, norms read only by experiment=gd."""

@@ -34,7 +34,7 @@ from attnsvm.config import (
     RegpathConfig,
     RunConfig,
 )
-from attnsvm.data import make_instances
+from attnsvm.data import make_instances, published_instance
 from attnsvm.heads import make_head
 from attnsvm.maxmargin import key_query
 from attnsvm.pipeline import run_job
@@ -169,6 +169,27 @@ def test_device_cuda_picks_the_torch_engine_and_refuses_the_fused_one(monkeypatc
         assert RunConfig(device="cuda", dtype=dtype).train_engine == Engine.torch
     with pytest.raises(ConfigError, match=r"engine=fused.*device=cuda.*auto, torch"):
         attnsvm.compose(["device=cuda", "engine=fused"])
+
+
+def test_nexttoken_on_cuda_names_the_device_key(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(ConfigError, match="device=cuda is invalid for experiment=nexttoken.*cpu"):
+        attnsvm.compose(["experiment=nexttoken", "dataset=nexttoken", "device=cuda"])
+
+
+def torch_generator(seeds, n, T, d):
+    """A user's generator returning torch tensors that need autograd (as one on a GPU would
+    need ``.cpu()``): taken to the CPU before use."""
+    draws = [published_instance(s, n, T, d) for s in seeds]
+    X, Y, Z, v = (torch.stack([dr[k] for dr in draws]).double() for k in range(4))
+    return {"X": X.requires_grad_(), "Y": Y, "Z": Z, "v": v}
+
+
+def test_a_generator_may_return_torch_tensors():
+    cfg = DatasetConfig(generator="callable", target="test_gpu.torch_generator")
+    inst = make_instances(cfg, [0, 1], device="meta")
+    assert inst.X.device.type == "meta"
+    assert torch.equal(make_instances(cfg, [0, 1]).X, make_instances(DatasetConfig(), [0, 1]).X)
 
 
 @pytest.mark.parametrize("parameterization", ["w", "kq"])
