@@ -113,12 +113,13 @@ def throughput(size: Size, dtype: str, device: str, baseline: bool) -> tuple[Row
     every seed's final W (R, d, d) in float64."""
     gpu = device == "cuda"
     total, batch = (size.cpu_seeds, size.cpu_seeds) if baseline else (size.seeds, size.batch)
-    _train(_instances(size, [0], dtype, device), 2)  # warm-up: kernels, cuBLAS handles
     if gpu:
         torch.cuda.reset_peak_memory_stats()
     seconds, finals = 0.0, []
     for start in range(0, total, batch):
         inst = _instances(size, list(range(start, min(start + batch, total))), dtype, device)
+        if start == 0:
+            _train(inst, 2)  # warm-up, not timed: kernel loading, cuBLAS handles
         _sync(device)
         t0 = time.perf_counter()
         traj = _train(inst, size.steps)
@@ -132,6 +133,11 @@ def throughput(size: Size, dtype: str, device: str, baseline: bool) -> tuple[Row
     row = Row(size.name, size.n, size.T, size.d, dtype, device, role, total, batch, size.steps,
               seconds, rate, peak)  # fmt: skip
     return row, np.concatenate(finals)
+
+
+def _min_corr(A: np.ndarray, B: np.ndarray) -> float:
+    """min over seeds of corr(A_r, B_r), for (R, d, d) stacks."""
+    return float(np.min([metrics.corr(a, b) for a, b in zip(A, B, strict=True)]))
 
 
 def accuracy(device: str, seeds: int, steps: int) -> dict:
@@ -154,9 +160,7 @@ def accuracy(device: str, seeds: int, steps: int) -> dict:
         ]
         out[f"max_abs_dcorr_{norm}"] = max(diffs) if diffs else None
         out[f"svm_ok_{norm}"] = len(diffs)
-    out["min_corr_w32_w64"] = float(
-        np.min([metrics.corr(a, b) for a, b in zip(W32, W64, strict=True)])
-    )
+    out["min_corr_w32_w64"] = _min_corr(W32, W64)
     out["seeds_selecting_other_tokens"] = int((sel32 != sel64).any(-1).sum())
     return out
 
@@ -239,14 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             ratios[f"{size.name}/{dtype}"] = gpu_row.seed_steps_per_s / cpu_row.seed_steps_per_s
             rows += [gpu_row, cpu_row]
             print(f"  measured {size.name} {dtype}", flush=True)
-        corr = float(
-            np.min(
-                [
-                    metrics.corr(a, b)
-                    for a, b in zip(finals["float32"], finals["float64"], strict=True)
-                ]
-            )
-        )
+        corr = _min_corr(finals["float32"], finals["float64"])
         corr_large[size.name] = corr
         for row in rows[-4:]:
             if row.role == "measured" and row.dtype == "float32":
