@@ -53,6 +53,12 @@ SAME = ["seed", "status", "selected", "opt", "conv_type", "saturated"]
 # from growing once the softmax saturates) and the final W's correlate to 1 - 1e-12. A GPU sums
 # in other orders, so the bound allows 100x that in corr; selected tokens must not change.
 F32_CORR_TOL = 1e-5
+# CUDA against the CPU in float64: the GPU's exp/log and summation orders differ from the CPU's
+# in the last bits, which normalized GD carries along. The same happens across CPU kernel
+# levels (ATEN_CPU_CAPABILITY=default vs avx512, torch engine, 2000 steps): corr columns of
+# seeds 0-7 differed by up to 2e-7 (W and (K,Q)); one (K,Q) seed of 16 (seed 10) by 4e-4.
+# The tolerance is tests/test_kernel_levels.py's, for seeds 0-7.
+CROSS_DEVICE_ATOL = 1e-6
 
 
 # ------------------------------------------------------------ runs everywhere
@@ -268,8 +274,8 @@ def test_cuda_instances_are_the_cpu_instances(generator, dtype):
 @pytest.mark.parametrize("parameterization", ["w", "kq"])
 def test_cuda_float64_matches_the_cpu_torch_engine(parameterization):
     """A float64 job on CUDA and the same job with the CPU torch engine: the same statuses,
-    tokens and convergence types, corr columns to 1e-9 (other summation orders, no bit
-    identity promised on CUDA)."""
+    tokens and convergence types, corr columns to CROSS_DEVICE_ATOL (no bit identity promised
+    on CUDA)."""
     kw = dict(
         seeds=8, engine="torch", parameterization=ParameterizationConfig(kind=parameterization)
     )
@@ -277,7 +283,7 @@ def test_cuda_float64_matches_the_cpu_torch_engine(parameterization):
     cuda = run_job(RunConfig(device="cuda", **kw)).runs
     assert (cuda.device == "cuda").all() and (cuda.train_engine == "torch").all()
     assert cuda[SAME].equals(cpu[SAME])
-    np.testing.assert_allclose(cuda[CORR], cpu[CORR], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(cuda[CORR], cpu[CORR], rtol=0, atol=CROSS_DEVICE_ATOL)
 
 
 @pytest.mark.gpu
@@ -286,7 +292,7 @@ def test_cuda_float64_matches_the_cpu_torch_engine(parameterization):
 def test_cuda_results_do_not_depend_on_the_batch_size(dtype):
     """All seeds in one batch or in batches of 3: same tokens and statuses, corr to rounding
     (batchops: on CUDA products are torch.matmul, not batch-invariant bit for bit)."""
-    tol = 1e-9 if dtype == "float64" else F32_CORR_TOL
+    tol = CROSS_DEVICE_ATOL if dtype == "float64" else F32_CORR_TOL
     runs = [
         run_job(RunConfig(seeds=8, batch_size=b, device="cuda", dtype=dtype, engine="torch")).runs
         for b in (8, 3)
