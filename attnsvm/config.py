@@ -704,7 +704,12 @@ class RunConfig:
         if self.device == Device.cuda:
             import torch
 
-            _require(torch.cuda.is_available(), "device", "cpu (no CUDA device here)", "cuda")
+            if not torch.cuda.is_available():
+                raise ConfigError(
+                    f"device='cuda' is invalid: CUDA is not available here (torch "
+                    f"{torch.__version__}, torch.cuda.is_available() is False): accepted values "
+                    f"are cpu (no CUDA device here); install a CUDA build of torch on a GPU machine"
+                )
         if self.engine == Engine.fused:  # only a pinned engine can be refused; auto never is
             self.train_engine  # noqa: B018  raises if engine=fused cannot run here
 
@@ -733,7 +738,10 @@ class RunConfig:
                 f"experiment=nexttoken: accepted values are ngd, gd"
             )
         if exp and self.device != Device.cpu:
-            raise ConfigError("experiment=nexttoken runs on the cpu: accepted values are cpu")
+            raise ConfigError(
+                f"device={self.device.value} is invalid for experiment=nexttoken (it trains on "
+                f"the cpu): accepted values are cpu"
+            )
 
     def _check_geometry(self) -> None:
         """Optimizers defined for one matrix, norms read only by experiment=gd."""

@@ -47,9 +47,10 @@ class Instances:
 
     def p_model_view(self, M: torch.Tensor) -> Instances:
         """The p-model as a W-model: keys x~_it = M x_it and the one query z_i = e_1, so that
-        W = p e_1^T scores x~_it^T p and the W-SVM at (x~, e_1) is the p-SVM in column 0."""
-        M = M.to(dtype=self.X.dtype, device=self.X.device)
-        keys = matmul(self.X, M.T.expand(*self.X.shape[:2], *M.shape))  # (R, n, T, d)
+        W = p e_1^T scores x~_it^T p and the W-SVM at (x~, e_1) is the p-SVM in column 0.
+        The keys are formed on the CPU (as the scores are: ``finish_instances``), then moved."""
+        X, M = self.X.cpu(), M.to(dtype=self.X.dtype, device="cpu")
+        keys = matmul(X, M.T.expand(*X.shape[:2], *M.shape)).to(self.X.device)  # (R, n, T, d)
         Z = torch.zeros_like(self.Z)
         Z[..., 0] = 1.0
         return dataclasses.replace(self, keys=keys, Z=Z)
@@ -247,19 +248,23 @@ def make_instances(
 
 
 def finish_instances(seeds, X, Y, Z, v, device, V=None, mask=None) -> Instances:
-    """Move to ``device`` and derive the token scores and optimal tokens.
+    """Derive the token scores and optimal tokens on the CPU, then move all to ``device``.
 
     With a ReLU-head matrix V the score is gamma_it = Y_i 1^T ReLU(V^T x_it) (PAPER.md §2);
-    hidden tokens (``mask`` false) score -inf, so opt is always visible.
+    hidden tokens (``mask`` false) score -inf, so opt is always visible. Scoring on the CPU
+    (batch-invariant products) makes opt the same on every device, not only X, Y, Z, v.
     """
-    X, Y, Z, v = (t.to(device) for t in (X, Y, Z, v))
+    X, Y, Z, v = (t.cpu() for t in (X, Y, Z, v))
     if V is None:
         gamma = Y[..., None] * dot_last(X, v[:, None, None, :])  # (R, n, T)
     else:
-        V = V.to(device)
+        V = V.cpu()
         relu = torch.relu(matmul(X, V.unsqueeze(1)))  # (R, n, T, d) ReLU(V^T x_it)
         gamma = Y[..., None] * sum_last(relu)  # (R, n, T)
     if mask is not None:
-        mask = mask.to(device)
+        mask = mask.cpu()
         gamma = gamma.masked_fill(~mask, float("-inf"))
-    return Instances(seeds, X, Y, Z, v, gamma, gamma.argmax(dim=-1), V=V, mask=mask)
+    opt = gamma.argmax(dim=-1)
+    X, Y, Z, v, gamma, opt = (t.to(device) for t in (X, Y, Z, v, gamma, opt))
+    V, mask = (None if t is None else t.to(device) for t in (V, mask))
+    return Instances(seeds, X, Y, Z, v, gamma, opt, V=V, mask=mask)

@@ -34,6 +34,7 @@ from attnsvm import cvx, metrics, svm
 from attnsvm.config import Parameterization, RunConfig, SolverConfig
 from attnsvm.data import accepted_seeds, make_instances
 from attnsvm.heads import make_head
+from attnsvm.pipeline import on_cpu
 from attnsvm.results import config_hash
 from attnsvm.train import train
 
@@ -209,10 +210,11 @@ def run_batch(cfg: RunConfig, seeds: list[int], analyse_all: bool):
     """Train ``seeds``; analyse those passing the softmax filters (all if ``analyse_all``)."""
     t0 = time.perf_counter()
     inst, traj = _train_batch(cfg, seeds)
+    traj, inst = on_cpu(traj), on_cpu(inst)  # one copy each from a GPU; the copy waits for it
     train_seconds = (time.perf_counter() - t0) / len(seeds)
-    S = traj.final_softmax.cpu().double().numpy()  # (R, n, T); SVMs always in float64
-    Ws = traj.W.cpu().double().numpy()  # (C, R, d, d)
-    X, Z = inst.X.cpu().double().numpy(), inst.Z.cpu().double().numpy()
+    S = traj.final_softmax.double().numpy()  # (R, n, T); SVMs always in float64
+    Ws = traj.W.double().numpy()  # (C, R, d, d)
+    X, Z = inst.X.double().numpy(), inst.Z.double().numpy()
     rows, curves = [], []
     for r, seed in enumerate(inst.seeds):
         flags = acceptance_flags(S[r], cfg.multitoken.threshold, cfg.multitoken.zero_threshold)

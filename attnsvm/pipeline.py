@@ -10,6 +10,7 @@ Plain functions over a validated RunConfig; Hydra is only in run.py.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -59,6 +60,17 @@ def config_columns(cfg: RunConfig) -> dict:
         "train_engine": plain(cfg.train_engine) or "none",  # auto resolved; none: no GD
     }
     return {**short, **flat}
+
+
+def on_cpu(obj):
+    """``obj`` (Instances, Trajectory) with every tensor on the CPU: one copy per tensor after
+    training on a GPU, not one per seed in the analysis; a no-op on the CPU."""
+    moved = {
+        f.name: value.cpu()
+        for f in dataclasses.fields(obj)
+        if isinstance(value := getattr(obj, f.name), torch.Tensor)
+    }
+    return dataclasses.replace(obj, **moved)
 
 
 def _mask(inst: Instances, r: int):
@@ -318,8 +330,9 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
         inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params,
         engine=cfg.train_engine, threads=cfg.threads, train_head=cfg.head.train, loss=cfg.loss,
     )  # fmt: skip
-    train_seconds = (time.perf_counter() - t0) / len(seeds)
-    sel = traj.selected[-1].cpu().numpy()
+    traj, inst = on_cpu(traj), on_cpu(inst)  # SVMs and metrics run on the CPU, in float64
+    train_seconds = (time.perf_counter() - t0) / len(seeds)  # the copy waits for the GPU
+    sel = traj.selected[-1].numpy()
     at_opt = solve_svms(cfg, inst, dict(enumerate(opt)))
     at_sel = solve_svms(
         cfg, inst, {r: sel[r] for r in range(len(seeds)) if not np.array_equal(sel[r], opt[r])}

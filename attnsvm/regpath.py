@@ -267,6 +267,7 @@ def _batch_tables(inst, cfg: RunConfig, grid: np.ndarray, kq: bool):
     svms = _svms(inst, cfg)
     head = make_head(cfg.head, inst)
     chains = _chains(inst, head, cfg, svms, kq)
+    chains = {k: tuple(t.cpu() for t in c) for k, c in chains.items()}  # one copy from a GPU
     best = _best_chain(chains)
     rows, trajs = [], []
     for r, seed in enumerate(inst.seeds):

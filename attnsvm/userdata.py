@@ -113,7 +113,7 @@ def callable_instances(cfg, seeds: list[int]):
     source = f"dataset.target={cfg.target}"
     if not isinstance(out, dict):
         raise ConfigError(f"{source} returned {type(out).__name__}, not a dict of arrays")
-    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+    arrays = {k: np.asarray(_host(v), dtype=np.float64) for k, v in out.items()}
     R, n, T, d = check_arrays(arrays, source)
     if (R, n, T, d) != (len(seeds), cfg.n, cfg.T, cfg.d):
         raise ConfigError(
@@ -121,6 +121,11 @@ def callable_instances(cfg, seeds: list[int]):
             f"{(len(seeds), cfg.n, cfg.T, cfg.d)}"
         )
     return _tensors(arrays, cfg.query_index)
+
+
+def _host(a):
+    """A torch tensor returned by a generator, on a GPU or with autograd, as a CPU array."""
+    return a.detach().cpu().numpy() if hasattr(a, "detach") else a
 
 
 def _tensors(arrays: dict, query_index: int):

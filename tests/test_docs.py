@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from attnsvm import publish
 from attnsvm.bench import README_MARKERS, readme_table
@@ -162,6 +163,7 @@ EXAMPLES = {
     "my_tokens.npz": str(REPO / "tests" / "data" / "tiny.npz"),
 }
 DOCUMENTED_INVALID = {"dataset.T=8,1"}  # the docs' own example of an invalid sweep point
+NEEDS_CUDA = "device=cuda"  # composes where CUDA is available; elsewhere a clear config error
 
 
 def documented_run_commands() -> list[str]:
@@ -206,7 +208,9 @@ def test_the_docs_document_run_commands():
 def test_every_documented_run_command_composes(command, tmp_path):
     env = {"PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])}
     res = run_cli(*_dry_run_args(command, tmp_path / "sweep"), timeout=120, **env)
-    invalid = any(bad in command for bad in DOCUMENTED_INVALID)
+    invalid = any(bad in command for bad in DOCUMENTED_INVALID) or (
+        NEEDS_CUDA in command and not torch.cuda.is_available()
+    )
     assert ("0 invalid" not in res.stdout) == invalid, res.stdout[-3000:]
     assert "total:" in res.stdout, res.stdout[-3000:]
 
