@@ -668,6 +668,7 @@ class RunConfig:
     threads: int = 1  # torch threads; 1 is fastest for these tiny tensors (PAPER §6.5)
     engine: Engine = Engine.auto  # training engine: fused C kernel where it applies, else torch
     loss: Loss = Loss.logistic  # l(u) of the loss (1/n) sum_i l(Y_i f_i)
+    progress_interval: float = 5.0  # seconds between progress lines of a long job (run.log)
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "")
@@ -675,6 +676,12 @@ class RunConfig:
         _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
         _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
         _require(self.threads >= 1, "threads", "integers >= 1", self.threads)
+        _require(
+            self.progress_interval >= 0,
+            "progress_interval",
+            "seconds >= 0",
+            self.progress_interval,
+        )
         self.experiment = _builtin_or_plugin(
             self.experiment, Experiment, "experiment", load=_experiment_module
         )  # your own: a module with run_job and summary_text (attnsvm/experiments.py)
