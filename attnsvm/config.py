@@ -640,11 +640,15 @@ class NexttokenConfig:
 class MetricsConfig:
     delta: float = 1e-3  # saturated if every max softmax prob >= 1 - delta
     epsilon: float = 1e-2  # converged to alpha if corr(W, W^mm_alpha) >= 1 - epsilon
+    window: float = 0.5  # not converged: still moving over this last fraction of the steps ...
+    gap_shrink: float = 0.1  # ... e.g. 1 - corr(W, W^mm_alpha) closed by more than this share
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "metrics")
         _require(0 < self.delta < 1, "metrics.delta", "floats in (0, 1)", self.delta)
         _require(0 < self.epsilon < 1, "metrics.epsilon", "floats in (0, 1)", self.epsilon)
+        _require(0 < self.window <= 1, "metrics.window", "floats in (0, 1]", self.window)
+        _require(0 < self.gap_shrink < 1, "metrics.gap_shrink", "floats in (0, 1)", self.gap_shrink)
 
 
 @dataclass

@@ -181,6 +181,12 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     own = "nuc" if cfg.parameterization.kind == Parameterization.kq else "fro"
     corr_alpha = curves[f"corr_{own}"][-1]
     smin = float(traj.softmax_min_max[-1, r])
+    start = metrics.window_start(traj.steps, mcfg.window)
+    grad_final = float(traj.grad_norm[-1, r])
+    stalled = cfg.optimizer.kind == Optimizer.ngd and grad_final < cfg.optimizer.eps
+    moving = metrics.still_moving(
+        traj.selected[:, r].cpu().numpy(), curves[f"corr_{own}"], start, mcfg.gap_shrink, stalled
+    )
     status, reason = seed_status(
         finite, {"opt": list(at_opt.values()), "selected": list(at_sel.values())}
     )
@@ -200,11 +206,16 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "locally_optimal": local_opt,
         "n_support": int(svm.support_tokens(fro_sel, cfg.solver).sum()) if fro_sel.ok else None,
         "conv_type": metrics.convergence_type(
-            smin, corr_alpha, same, local_opt, mcfg.delta, mcfg.epsilon
+            smin, corr_alpha, same, local_opt, mcfg.delta, mcfg.epsilon, any(moving.values())
+        ),
+        **moving,
+        "gap_shrink": metrics.gap_shrink(curves[f"corr_{own}"], start),
+        "steps_needed": metrics.steps_needed(
+            traj.steps, curves[f"corr_{own}"], start, mcfg.epsilon
         ),
         "w_norm": float(np.linalg.norm(Ws[-1])),
         "loss": float(traj.loss[-1, r]),
-        "grad_norm": float(traj.grad_norm[-1, r]),
+        "grad_norm": grad_final,
         "selected": ",".join(map(str, sel)),
         "opt": ",".join(map(str, opt)),
         "svm_seconds": svm_seconds,

@@ -81,6 +81,7 @@ HASH_NEUTRAL_DEFAULTS = {
         "gradient": "exact",
     },
     "solver": {"norms": ["fro", "nuc"]},
+    "metrics": {"window": 0.5, "gap_shrink": 0.1},
     "": {"loss": "logistic"},  # run-level keys
 }
 
