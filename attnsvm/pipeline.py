@@ -380,6 +380,8 @@ def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, 
         row["seconds"] = train_seconds + row["svm_seconds"]
         rows.append(row)
         trajs.append(tr)
+        if report is not None:
+            report.analysed(1)
         if cfg.dataset.generator == Generator.paths:
             paths, tokens = path_tables(inst, traj, r, at_opt[r])
             extra.setdefault("paths", []).append(paths)

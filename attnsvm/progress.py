@@ -72,6 +72,8 @@ class Progress:
         self.svm_where = ""
         self.svm_done: dict[str, list[int]] = {}  # norm -> [solved, total] in this stage
         self.svm_rate: dict[str, list[float]] = {}  # norm -> [seconds, problems] so far
+        self.svm_t = self.t0  # when the SVM call in flight began
+        self.seeds_analysed = 0
         self.stopped = threading.Event()
 
     def __enter__(self) -> Progress:
@@ -124,12 +126,14 @@ class Progress:
         with self.lock:
             self.svm_where = where
             self.svm_done = {norm: [0, k] for norm, k in counts.items()}
+            self.svm_t = self.clock()
             self._enter("svms")
 
     def solved(self, norm: str, count: int, seconds: float) -> None:
         """``count`` SVMs of ``norm`` were solved in ``seconds``."""
         with self.lock:
             self.svm_done.setdefault(norm, [0, count])[0] += count
+            self.svm_t = self.clock()
             rate = self.svm_rate.setdefault(norm, [0.0, 0])
             rate[0] += seconds
             rate[1] += count
@@ -138,7 +142,14 @@ class Progress:
     def start_analysis(self) -> None:
         """Metrics of the batch's seeds (correlations per checkpoint, ...)."""
         with self.lock:
+            self.seeds_analysed = 0
             self._enter("analysis")
+
+    def analysed(self, seeds: int) -> None:
+        """``seeds`` seeds of the batch have their metrics."""
+        with self.lock:
+            self.seeds_analysed += seeds
+            self._maybe_emit()
 
     def _enter(self, stage: str) -> None:
         self.stage, self.stage_t0 = stage, self.clock()
@@ -182,9 +193,13 @@ class Progress:
                     break
                 if d < t:
                     eta += seconds / problems * (t - d)
+            if eta is not None:  # less the time the call in flight has run
+                eta = max(eta - (now - self.svm_t), 0.0)
             return f"SVMs {self.svm_where} of {seeds}{so_far}: {counts}", eta
         if self.stage == "analysis":
-            return f"metrics of {seeds}{so_far}", None
+            done, spent = self.seeds_analysed, now - self.stage_t0
+            eta = spent / done * (hi - lo - done) if done else None
+            return f"metrics of {seeds}{so_far}: {done}/{hi - lo}", eta
         return "", None
 
     def _job_eta(self, now: float) -> float | None:

@@ -53,6 +53,12 @@ def test_svm_eta_comes_from_the_norms_timed_before():
     report.solved("nuc", 4, 8.0)  # 2 s per nuclear SVM
     report.start_svms("at the selected tokens", {"fro": 2, "nuc": 2})
     assert lines[-1].endswith("fro 0/2, nuc 0/2; ETA 4.5 s")  # 2 x 0.25 s + 2 x 2 s
+    clock.now += 3
+    report.solved("fro", 2, 0.5)  # the nuclear call runs: its time is taken off
+    assert lines[-1].endswith("fro 2/2, nuc 0/2; ETA 4.0 s")
+    clock.now += 3
+    report.trained(0, 0)
+    assert lines[-1].endswith("fro 2/2, nuc 0/2; ETA 1.0 s")
 
 
 def test_the_seeds_done_callback_keeps_its_contract():
