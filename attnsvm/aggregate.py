@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnsvm import results
+from attnsvm.metrics import CONV_TYPES
 from attnsvm.results import JOB, RUNS, TRAJECTORY, flatten
 
 # short names the pipeline writes next to the dotted config keys they duplicate
@@ -55,7 +56,7 @@ METRICS = (
     "seconds",
 )
 FEASIBLE_ONLY = ("rank_", "norm_")  # SVM ranks and norms: defined for feasible seeds only
-CONV_TYPES = ("global", "local", "other")
+CONV_COLUMNS = {kind: kind.replace(" ", "_") for kind in CONV_TYPES}  # conv_type -> column
 AXES = ("n", "T", "d")  # always summary columns, swept or not
 
 
@@ -211,9 +212,9 @@ def summarize(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         row["feasible_rate"] = len(feasible) / len(g)
         if "conv_type" in g:  # blank where the classification does not apply (regpath, SVMs)
             classified = g.conv_type.notna().any()
-            for kind in CONV_TYPES:
-                row[kind] = int((g.conv_type == kind).sum()) if classified else None
-                row[f"{kind}_share"] = row[kind] / len(g) if classified else None
+            for kind, col in CONV_COLUMNS.items():
+                row[col] = int((g.conv_type == kind).sum()) if classified else None
+                row[f"{col}_share"] = row[col] / len(g) if classified else None
         for m, feasible_only in metric_columns(g):
             col = pd.to_numeric((feasible if feasible_only else g)[m], errors="coerce")
             row[f"{m}_mean"] = col.mean()
@@ -227,7 +228,7 @@ def summary_table(summary: pd.DataFrame, by: list[str]) -> str:
     """The summary's headline columns as readable text."""
     cols = [*by, "seeds", "feasible"]
     if "global" in summary:
-        cols += ["global", "local", "other", "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean"]
+        cols += [*CONV_COLUMNS.values(), "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean"]
     else:
         cols += ["rank_fro_mean", "rank_fro_std", "rank_nuc_mean", "rank_nuc_std"]
     cols = [c for c in cols if c in summary]

@@ -640,11 +640,15 @@ class NexttokenConfig:
 class MetricsConfig:
     delta: float = 1e-3  # saturated if every max softmax prob >= 1 - delta
     epsilon: float = 1e-2  # converged to alpha if corr(W, W^mm_alpha) >= 1 - epsilon
+    window: float = 0.5  # not converged: still moving over this last fraction of the steps ...
+    gap_shrink: float = 0.1  # ... e.g. 1 - corr(W, W^mm_alpha) closed by more than this share
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "metrics")
         _require(0 < self.delta < 1, "metrics.delta", "floats in (0, 1)", self.delta)
         _require(0 < self.epsilon < 1, "metrics.epsilon", "floats in (0, 1)", self.epsilon)
+        _require(0 < self.window <= 1, "metrics.window", "floats in (0, 1]", self.window)
+        _require(0 < self.gap_shrink < 1, "metrics.gap_shrink", "floats in (0, 1)", self.gap_shrink)
 
 
 @dataclass
@@ -668,6 +672,7 @@ class RunConfig:
     threads: int = 1  # torch threads; 1 is fastest for these tiny tensors (PAPER §6.5)
     engine: Engine = Engine.auto  # training engine: fused C kernel where it applies, else torch
     loss: Loss = Loss.logistic  # l(u) of the loss (1/n) sum_i l(Y_i f_i)
+    progress_interval: float = 5.0  # seconds between progress lines of a long job (run.log)
 
     def __post_init__(self) -> None:
         _coerce_enums(self, "")
@@ -675,6 +680,12 @@ class RunConfig:
         _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
         _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
         _require(self.threads >= 1, "threads", "integers >= 1", self.threads)
+        _require(
+            self.progress_interval >= 0,
+            "progress_interval",
+            "seconds >= 0",
+            self.progress_interval,
+        )
         self.experiment = _builtin_or_plugin(
             self.experiment, Experiment, "experiment", load=_experiment_module
         )  # your own: a module with run_job and summary_text (attnsvm/experiments.py)

@@ -130,23 +130,29 @@ def rank_figure(summary: pd.DataFrame, keys: list[str]):
 
 
 def convergence_figure(summary: pd.DataFrame, keys: list[str]):
-    """Stacked shares of runs converging to the global SVM, a local SVM, or neither, vs d; the
-    feasibility rate of the SVM at opt on top. One panel per config point of the other keys."""
+    """Stacked shares of runs converging to the global SVM, a local SVM, neither, or not
+    converged by the end of training, vs d; the feasibility rate of the SVM at opt on top. One
+    panel per config point of the other keys (summaries from before "not converged": three)."""
     panel_keys = [k for k in keys if k != "d"]
     panels = list(summary.groupby(panel_keys))
     cols = min(len(panels), 2)
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(9.5 * cols, 4.8 * rows), squeeze=False)
-    colors = {"global": "tab:green", "local": "tab:orange", "other": "tab:gray"}
+    colors = {
+        "global": "tab:green",
+        "local": "tab:orange",
+        "other": "tab:gray",
+        "not_converged": "tab:red",
+    }
+    kinds = [k for k in colors if f"{k}_share" in summary]
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for ax, (values, g) in zip(axes.flat, panels, strict=False):
         g = g.sort_values("d")
         bottom = np.zeros(len(g))
-        for kind in ("global", "local", "other"):
-            ax.bar(
-                g.d, g[f"{kind}_share"], bottom=bottom, color=colors[kind], label=kind, width=0.8
-            )
+        for kind in kinds:
+            label = kind.replace("_", " ")
+            ax.bar(g.d, g[f"{kind}_share"], bottom=bottom, color=colors[kind], label=label)
             bottom += g[f"{kind}_share"].to_numpy()
         contiguous = bool((np.diff(g.d.to_numpy()) == 1).all())  # no line through an unrun d
         style = "k-o" if contiguous else "ko"

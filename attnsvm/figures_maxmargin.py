@@ -51,7 +51,7 @@ def table(runs: pd.DataFrame) -> pd.DataFrame:
     out.columns = [f"{a}_{b}" for a, b in out.columns]
     out["seeds"] = g.size()
     out["selected"] = g.selected.agg(lambda s: " ".join(s.str.replace(",", "")))
-    out["conv_type"] = g.conv_type.agg(lambda s: " ".join(s))
+    out["conv_type"] = g.conv_type.agg(lambda s: " ".join(s.str.replace(" ", "_")))
     return out.dropna(axis=1, how="all").reset_index()
 
 

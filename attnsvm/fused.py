@@ -19,6 +19,8 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
@@ -49,6 +51,9 @@ _ARGTYPES = [_I] * 5 + [_P] * 8 + [_I, _D, _I, _D, _D, _I64, _P, _I] + [_P] * 7
 BUILDS = ("attnsvm._fused_v4", "attnsvm._fused")  # 8 lanes for AVX-512 CPUs; 4 lanes, any CPU
 BUILD_ENV = "ATTNSVM_FUSED_BUILD"  # names the one build to use (benchmarks, mixed clusters)
 
+
+FIRST_CALL_STEPS = 32  # with a progress reporter: the first kernel call, which times the kernel
+CALL_SECONDS = 0.5  # ... and the length of the later ones
 
 ABI = 3  # attnsvm_abi() of a build that matches _ARGTYPES; a stale build is not used
 
@@ -246,8 +251,14 @@ def train_fused(
     ocfg: OptimizerConfig,
     params: Params | None = None,
     threads: int = 1,
+    on_steps: Callable[[int, int], None] | None = None,
 ) -> Trajectory:
-    """``attnsvm.train.train`` for the linear or ReLU head, by the C kernel; same checkpoints."""
+    """``attnsvm.train.train`` for the linear or ReLU head, by the C kernel; same checkpoints.
+
+    With ``on_steps(seeds, steps)`` (``attnsvm.progress``) each group trains in several kernel
+    calls of about ``CALL_SECONDS``, ending at checkpoints, and reports after each: the same
+    bits (the kernel's state is the parameters it updates in place), one extra gradient per
+    call. Without it, one call per group."""
     lib = _kernel_for(inst, head)
     R, n, T, d = inst.X.shape
     L = lib.attnsvm_lanes()
@@ -263,15 +274,36 @@ def train_fused(
         raise ValueError(f"engine=fused trains with ngd or gd, not optimizer.kind={ocfg.kind}")
     ngd = ocfg.kind == Optimizer.ngd
 
-    def run_group(g: int) -> None:
+    def call(g: int, c0: int, c1: int) -> None:
+        """Steps ckpts[c0 - 1] (0 if c0 = 0) to ckpts[c1 - 1], recording checkpoints c0..c1-1;
+        the kernel updates the group's W (K, Q) in ``ins`` in place, so calls continue one
+        another bit for bit."""
+        k0 = int(ckpts[c0 - 1]) if c0 else 0
+        rel = np.ascontiguousarray(ckpts[c0:c1] - k0)
         ptrs = [a[g].ctypes.data for a in ins]
-        outs = [a[g].ctypes.data for a in rec.values()]
+        *per_ckpt, final_s = rec.values()
+        outs = [a[g, c0].ctypes.data for a in per_ckpt] + [final_s[g].ctypes.data]
         status = lib.attnsvm_train_group(
             n, T, d, m, r, *ptrs, int(kq), pcfg.penalty, int(ngd), ocfg.lr, ocfg.eps,
-            ocfg.steps, ckpts.ctypes.data, C, *outs,
+            int(ckpts[c1 - 1]) - k0, rel.ctypes.data, c1 - c0, *outs,
         )  # fmt: skip
         if status != 0:
             raise MemoryError("attnsvm._fused: no memory for the kernel's scratch arrays")
+
+    def run_group(g: int) -> None:
+        if on_steps is None:
+            return call(g, 0, C)
+        seeds, c0, size = min(L, R - g * L), 0, FIRST_CALL_STEPS
+        while c0 < C:
+            k0 = int(ckpts[c0 - 1]) if c0 else 0
+            c1 = min(int(np.searchsorted(ckpts, k0 + size)), C - 1) + 1  # ends at a checkpoint
+            t0 = time.perf_counter()
+            call(g, c0, c1)
+            spent = time.perf_counter() - t0
+            done = int(ckpts[c1 - 1]) - k0
+            on_steps(seeds, done)
+            size = max(int(done * CALL_SECONDS / max(spent, 1e-6)), 1)
+            c0 = c1
 
     _for_each_group(run_group, groups, threads)
     return _trajectory(ckpts, rec, R)

@@ -1,10 +1,12 @@
-"""Metrics of PAPER.md §4: correlation, rank (in svm.py), convergence type."""
+"""Metrics of PAPER.md §4: correlation, rank (in svm.py), convergence type; and whether a
+seed's training ended before it converged (``not converged``, docs/convergence.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-GLOBAL, LOCAL, OTHER = "global", "local", "other"
+GLOBAL, LOCAL, OTHER, NOT_CONVERGED = "global", "local", "other", "not converged"
+CONV_TYPES = (GLOBAL, LOCAL, OTHER, NOT_CONVERGED)  # the values of the conv_type column
 
 
 def corr(W1: np.ndarray, W2: np.ndarray | None) -> np.ndarray:
@@ -24,16 +26,68 @@ def convergence_type(
     alpha_locally_optimal: bool,
     delta: float,
     epsilon: float,
+    moving: bool = False,
 ) -> str:
     """global / local / other (PAPER.md §4): saturated (every max prob >= 1 - delta) and
     corr(W(K), W^mm_alpha) >= 1 - epsilon, then global if alpha = opt, local if alpha is
-    locally optimal; anything else is other."""
-    converged = softmax_min_max >= 1 - delta and np.nan_to_num(corr_alpha) >= 1 - epsilon
+    locally optimal. A seed that is neither is ``not converged`` when its softmax has not
+    saturated or it was still ``moving`` at the end of training (``still_moving``), else
+    other: settled, but on no SVM direction."""
+    saturated = softmax_min_max >= 1 - delta
+    converged = saturated and np.nan_to_num(corr_alpha) >= 1 - epsilon
     if converged and alpha_is_opt:
         return GLOBAL
     if converged and alpha_locally_optimal:
         return LOCAL
+    if not saturated or moving:
+        return NOT_CONVERGED
     return OTHER
+
+
+def window_start(steps, window: float) -> int:
+    """Index of the first checkpoint in the last ``window`` (a fraction) of the steps."""
+    steps = np.asarray(steps)
+    return int(np.searchsorted(steps, (1 - window) * steps[-1]))
+
+
+def gap_shrink(corr_curve: np.ndarray, start: int) -> float:
+    """How much of the alignment gap 1 - corr(W(k), W^mm_alpha) at checkpoint ``start``
+    closed by the last one: 1 - gap(K) / gap(k_start); NaN without a gap at the start."""
+    gap = 1 - np.asarray(corr_curve, dtype=float)
+    if not gap[start] > 0:
+        return float("nan")
+    return float(1 - gap[-1] / gap[start])
+
+
+def still_moving(
+    selected: np.ndarray, corr_curve: np.ndarray, start: int, shrink: float, stalled: bool
+) -> dict[str, bool]:
+    """Why a seed's direction was still moving over the checkpoints ``start`` .. K:
+    ``tokens_switching`` (the selected tokens ``selected`` (C, n) changed), ``still_aligning``
+    (``gap_shrink`` > ``shrink``: 1 - corr with the SVM at the final tokens still closing) and
+    ``stalled`` (given: normalized GD's steps shrunk by optimizer.eps, PAPER §6.2)."""
+    switching = bool((selected[start:] != selected[-1]).any())
+    return {
+        "tokens_switching": switching,
+        "still_aligning": bool(gap_shrink(corr_curve, start) > shrink),
+        "stalled": bool(stalled),
+    }
+
+
+def steps_needed(steps, corr_curve: np.ndarray, start: int, epsilon: float) -> float:
+    """The step at which 1 - corr reaches ``epsilon`` if it keeps closing as a power of the
+    step, as it did from checkpoint ``start`` to the last one (the slope of ``rate``); NaN
+    without a gap, inf where it did not close."""
+    steps = np.asarray(steps, dtype=float)
+    gap = 1 - np.asarray(corr_curve, dtype=float)
+    if not (gap[start] > 0 and gap[-1] > 0 and steps[start] > 0 and steps[-1] > steps[start]):
+        return float("nan")
+    if gap[-1] <= epsilon:
+        return float(steps[-1])
+    slope = np.log(gap[-1] / gap[start]) / np.log(steps[-1] / steps[start])
+    if slope >= 0:
+        return float("inf")
+    return float(steps[-1] * (epsilon / gap[-1]) ** (1 / slope))
 
 
 def bregman(a: np.ndarray | None, B: np.ndarray, p: float) -> np.ndarray:

@@ -23,6 +23,7 @@ from attnsvm.config import Generator, Init, Optimizer, Parameterization, RunConf
 from attnsvm.data import Instances, accepted_seeds, make_instances
 from attnsvm.heads import make_head
 from attnsvm.maxmargin import key_query
+from attnsvm.progress import Progress, reporter
 from attnsvm.results import HASH_NEUTRAL_GROUPS, config_hash, flatten, plain
 from attnsvm.runtime import limit_threads
 from attnsvm.sequential import masked_problem, unmask
@@ -45,7 +46,7 @@ def config_columns(cfg: RunConfig) -> dict:
         if tree.get(group) == plain(type(getattr(cfg, group))()):
             tree.pop(group)
     flat = flatten(tree)
-    for k in ("seeds", "seed", "threads", "batch_size"):
+    for k in ("seeds", "seed", "threads", "batch_size", "progress_interval"):
         flat.pop(k)
     flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}
     flat["loss_function"] = flat.pop("loss")  # the run key `loss`; column "loss" is its value
@@ -77,16 +78,44 @@ def _mask(inst: Instances, r: int):
     return None if inst.mask is None else inst.mask[r].cpu().numpy()
 
 
-def solve_svms(cfg: RunConfig, inst: Instances, alphas: dict[int, np.ndarray]) -> dict:
+class Reported:
+    """A norm whose every ``solve`` call is told to a progress reporter (attnsvm/progress.py);
+    everything else is the norm's own."""
+
+    def __init__(self, norm, report: Progress):
+        self.norm, self.report = norm, report
+
+    def __getattr__(self, attr: str):
+        return getattr(self.norm, attr)
+
+    def solve(self, problems, cfg, **hints) -> list[svm.SVMSolution]:
+        t0 = time.perf_counter()
+        solutions = self.norm.solve(problems, cfg, **hints)  # hints: norms.solve_all's
+        self.report.solved(self.norm.name, len(problems), time.perf_counter() - t0)
+        return solutions
+
+
+def solve_svms(
+    cfg: RunConfig,
+    inst: Instances,
+    alphas: dict[int, np.ndarray],
+    report: Progress | None = None,
+    where: str = "at opt",
+) -> dict:
     """Every configured norm's SVM (attnsvm/norms.py) for every seed position r in ``alphas``
     (r -> alpha (n,)): {r: {norm name: SVMSolution}}. Norms that batch (the nuclear interior
     point) solve all seeds in one call; with a visibility mask (sequential attention) only
-    visible tokens are constrained."""
+    visible tokens are constrained. ``report`` hears of each norm's calls, as the SVMs
+    ``where``."""
     X, Z = inst.K.cpu().double().numpy(), inst.Z.cpu().double().numpy()  # keys: x~ for p
     rs = list(alphas)
     masks = {r: _mask(inst, r) for r in rs}
     problems = [masked_problem(X[r], Z[r], alphas[r], masks[r]) for r in rs]
-    solved = norms.solve_all(norms.make_norms(cfg.solver), problems, cfg.solver)
+    made = norms.make_norms(cfg.solver)
+    if report is not None and problems:
+        report.start_svms(where, {norm.name: len(problems) for norm in made})
+        made = [Reported(norm, report) for norm in made]
+    solved = norms.solve_all(made, problems, cfg.solver)
     for r, sols in zip(rs, solved, strict=True):
         for sol in sols.values():
             unmask(sol, X[r], Z[r], alphas[r], masks[r])
@@ -164,6 +193,12 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     own = "nuc" if cfg.parameterization.kind == Parameterization.kq else "fro"
     corr_alpha = curves[f"corr_{own}"][-1]
     smin = float(traj.softmax_min_max[-1, r])
+    start = metrics.window_start(traj.steps, mcfg.window)
+    grad_final = float(traj.grad_norm[-1, r])
+    stalled = cfg.optimizer.kind == Optimizer.ngd and grad_final < cfg.optimizer.eps
+    moving = metrics.still_moving(
+        traj.selected[:, r].cpu().numpy(), curves[f"corr_{own}"], start, mcfg.gap_shrink, stalled
+    )
     status, reason = seed_status(
         finite, {"opt": list(at_opt.values()), "selected": list(at_sel.values())}
     )
@@ -183,11 +218,16 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "locally_optimal": local_opt,
         "n_support": int(svm.support_tokens(fro_sel, cfg.solver).sum()) if fro_sel.ok else None,
         "conv_type": metrics.convergence_type(
-            smin, corr_alpha, same, local_opt, mcfg.delta, mcfg.epsilon
+            smin, corr_alpha, same, local_opt, mcfg.delta, mcfg.epsilon, any(moving.values())
+        ),
+        **moving,
+        "gap_shrink": metrics.gap_shrink(curves[f"corr_{own}"], start),
+        "steps_needed": metrics.steps_needed(
+            traj.steps, curves[f"corr_{own}"], start, mcfg.epsilon
         ),
         "w_norm": float(np.linalg.norm(Ws[-1])),
         "loss": float(traj.loss[-1, r]),
-        "grad_norm": float(traj.grad_norm[-1, r]),
+        "grad_norm": grad_final,
         "selected": ",".join(map(str, sel)),
         "opt": ",".join(map(str, opt)),
         "svm_seconds": svm_seconds,
@@ -308,8 +348,11 @@ def path_tables(inst: Instances, traj: Trajectory, r: int, at_opt: dict):
     return paths, tokens
 
 
-def run_batch(cfg: RunConfig, seeds: list[int]):
-    """Train and analyse one batch of seeds; returns (rows, trajectory frames, extra frames)."""
+def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, first: int = 0):
+    """Train and analyse one batch of seeds; returns (rows, trajectory frames, extra frames).
+    ``report`` hears of its stages; ``first``: the batch's first seed's position in the job."""
+    if report is not None:
+        report.start_batch(first, first + len(seeds))
     dtype = getattr(torch, cfg.dtype.value)
     inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
     if cfg.parameterization.kind == Parameterization.p:  # keys x~ = M x, the one query e_1
@@ -318,7 +361,7 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
         )
     opt = inst.opt.cpu().numpy()
     if not cfg.train:
-        at_opt = solve_svms(cfg, inst, dict(enumerate(opt)))
+        at_opt = solve_svms(cfg, inst, dict(enumerate(opt)), report)
         return [analyse_svm_only(cfg, inst, r, at_opt[r]) for r in range(len(seeds))], [], {}
     t0 = time.perf_counter()
     params, cone_info = None, None
@@ -326,17 +369,21 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
         from attnsvm.cone import cone_params
 
         params, cone_info = cone_params(cfg, inst)
+    if report is not None:
+        report.start_training(cfg.optimizer.steps)
     traj = train(
         inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params,
         engine=cfg.train_engine, threads=cfg.threads, train_head=cfg.head.train, loss=cfg.loss,
+        on_steps=None if report is None else report.trained,
     )  # fmt: skip
     traj, inst = on_cpu(traj), on_cpu(inst)  # SVMs and metrics run on the CPU, in float64
     train_seconds = (time.perf_counter() - t0) / len(seeds)  # the copy waits for the GPU
     sel = traj.selected[-1].numpy()
-    at_opt = solve_svms(cfg, inst, dict(enumerate(opt)))
-    at_sel = solve_svms(
-        cfg, inst, {r: sel[r] for r in range(len(seeds)) if not np.array_equal(sel[r], opt[r])}
-    )
+    at_opt = solve_svms(cfg, inst, dict(enumerate(opt)), report)
+    moved = {r: sel[r] for r in range(len(seeds)) if not np.array_equal(sel[r], opt[r])}
+    at_sel = solve_svms(cfg, inst, moved, report, "at the selected tokens")
+    if report is not None:
+        report.start_analysis()
     rows, trajs, extra = [], [], {}
     for r in range(len(seeds)):
         row, tr = analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)))
@@ -346,6 +393,8 @@ def run_batch(cfg: RunConfig, seeds: list[int]):
         row["seconds"] = train_seconds + row["svm_seconds"]
         rows.append(row)
         trajs.append(tr)
+        if report is not None:
+            report.analysed(1)
         if cfg.dataset.generator == Generator.paths:
             paths, tokens = path_tables(inst, traj, r, at_opt[r])
             extra.setdefault("paths", []).append(paths)
@@ -364,12 +413,16 @@ def run_job(cfg: RunConfig, progress=None) -> JobResult:
 
 def run_gd_job(cfg: RunConfig, progress=None) -> JobResult:
     """experiment=gd: all seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the
-    config columns."""
+    config columns. ``progress(done, total)`` after each batch; a ``Progress`` also hears of
+    training steps, SVMs and metrics as they go (attnsvm/progress.py)."""
     t0 = time.perf_counter()
     seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)  # relu: all-positive labels skipped
     rows, trajs, extra = [], [], {}
+    report = reporter(progress)
+    if report is not None:
+        report.start_job(len(seeds))
     for start in range(0, len(seeds), cfg.batch_size):
-        r, t, e = run_batch(cfg, seeds[start : start + cfg.batch_size])
+        r, t, e = run_batch(cfg, seeds[start : start + cfg.batch_size], report, start)
         rows += r
         trajs += t
         for name, frames in e.items():

@@ -264,8 +264,9 @@ def _overparam_row(rows: list[dict]) -> str:
     shares = ", ".join(
         f"{_num(r, 'global_share') * 100:.0f} % (d={r['d']})" for r in rows if int(r["d"]) in shown
     )
+    others = ("global", "other", "not_converged")  # not_converged: absent before it existed
     local_first = [
-        int(r["d"]) for r in rows if _num(r, "local") > max(_num(r, "global"), _num(r, "other"))
+        int(r["d"]) for r in rows if _num(r, "local") > max(_num(r, k) for k in others if k in r)
     ]
     tail = (
         f"; local is the most frequent outcome at d={_ranges(local_first)}" if local_first else ""

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
+
+from attnsvm.metrics import CONV_TYPES, NOT_CONVERGED
 
 
 def summary_text(runs: pd.DataFrame, seconds: float) -> str:
@@ -67,8 +71,57 @@ def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
         *corr_lines(runs),
         f"  softmax saturation (mean_i max_t s_it): mean {runs.softmax_max.mean():.6f}",
         f"  GD selected the optimal tokens in {int(runs.selected_is_opt.sum())}/{len(runs)} seeds",
-        "  convergence: "
-        + ", ".join(f"{k} {conv.get(k, 0)}" for k in ("global", "local", "other")),
+        "  convergence: " + ", ".join(f"{k} {conv.get(k, 0)}" for k in CONV_TYPES),
+        *convergence_advice(runs),
         f"  time: {seconds:.2f} s",
     ]
     return "\n".join(lines)
+
+
+REASONS = {  # runs column -> its words in the summary (metrics.still_moving)
+    "tokens_switching": "selected tokens switching",
+    "still_aligning": "1 - corr still closing",
+    "stalled": "steps stalled by optimizer.eps",
+}
+MAX_FACTOR = 64  # more steps than this many times is no longer a suggestion
+
+
+def convergence_advice(runs: pd.DataFrame) -> list[str]:
+    """Lines on the ``not converged`` seeds (metrics.convergence_type): how many, why, and the
+    config keys to change with values: ``optimizer.steps`` from the pace at which 1 - corr
+    closed over the window (``steps_needed``; 4x where it cannot be read), ``optimizer.eps``
+    where normalized GD stalled on it. None when every seed converged."""
+    bad = runs[runs.conv_type == NOT_CONVERGED]
+    if bad.empty:
+        return []
+    first = runs.iloc[0]
+    why = bad.assign(unsaturated=~bad.saturated.astype(bool))
+    moving = [f"{words} {int(why[col].sum())}" for col, words in REASONS.items() if why[col].any()]
+    unsaturated = int(why.unsaturated.sum())
+    lines = [
+        f"  not converged: {len(bad)}/{len(runs)} seeds"
+        + (f"; not saturated {unsaturated}" if unsaturated else "")
+        + (f"; over the last {first['metrics.window']:.0%} of the steps: " if moving else "")
+        + ", ".join(moving)
+    ]
+    steps = int(first["optimizer.steps"])
+    longer = why[~why.stalled.astype(bool)]
+    if not longer.empty:
+        readable = longer.saturated & ~longer.tokens_switching & longer.steps_needed.notna()
+        factors = [4.0] * int((~readable).sum()) + list(longer.steps_needed[readable] / steps)
+        factor = max(factors)
+        mult = min(max(2, 2 ** math.ceil(math.log2(max(factor, 1)))), MAX_FACTOR)
+        line = f"  advice: train longer, e.g. optimizer.steps={steps * mult} ({mult}x)"
+        if factor > MAX_FACTOR:
+            pace = "never" if math.isinf(factor) else f"about {factor:.0f}x the steps"
+            line += f"; at its present pace 1 - corr reaches epsilon in {pace}"
+        if first.get("optimizer") == "ngd":
+            line += f", or a larger optimizer.lr (now {first['optimizer.lr']:g})"
+        lines.append(line)
+    if why.stalled.any():
+        f64 = "" if first.get("dtype", "float64") == "float64" else " with dtype=float64"
+        lines.append(
+            f"  advice: optimizer.eps=0{f64}: ||grad L|| fell below optimizer.eps="
+            f"{first['optimizer.eps']:.2g}, which shrinks the normalized step (PAPER §6.2)"
+        )
+    return lines

@@ -1,8 +1,8 @@
 """The result contract on disk: runs.parquet, trajectory.parquet, job.json, written atomically.
 
 A job's identity is the hash of its resolved config less the keys that cannot change a number
-(threads, batch_size). Each file is written to a temporary name and renamed, and job.json
-comes last, so a job killed at any instant leaves either complete results or none.
+(threads, batch_size, progress_interval). Each file is written to a temporary name and renamed,
+and job.json comes last, so a job killed at any instant leaves either complete results or none.
 
 In a sweep, a finished job also drops a marker ``<sweep dir>/.finished/<hash>`` naming its job
 directory, so a re-run finds finished work by config hash, whatever job number or directory the
@@ -27,7 +27,7 @@ import pandas as pd
 
 RUNS, TRAJECTORY, JOB = "runs.parquet", "trajectory.parquet", "job.json"
 FINISHED_INDEX = ".finished"  # in a sweep dir: one file per finished config hash
-NON_RESULT_KEYS = ("threads", "batch_size")
+NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval")
 
 
 def plain(obj):
@@ -81,6 +81,7 @@ HASH_NEUTRAL_DEFAULTS = {
         "gradient": "exact",
     },
     "solver": {"norms": ["fro", "nuc"]},
+    "metrics": {"window": 0.5, "gap_shrink": 0.1},
     "": {"loss": "logistic"},  # run-level keys
 }
 

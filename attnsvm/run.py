@@ -30,6 +30,7 @@ from attnsvm.config import (
     to_run_config,
 )
 from attnsvm.pipeline import run_job
+from attnsvm.progress import Progress
 from attnsvm.report import summary_text
 from attnsvm.results import (
     JOB,
@@ -95,7 +96,8 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     job = job_record(run)
     write_json({**job, "status": "running"}, out / JOB)
     try:
-        result = run_job(run, progress=lambda k, total: log.info("seeds done: %d/%d", k, total))
+        with Progress(run.progress_interval) as report:
+            result = run_job(run, progress=report)
     except Exception as exc:
         write_json(
             {**job, "status": "failed", "error": repr(exc), "traceback": traceback.format_exc()},

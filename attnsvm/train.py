@@ -12,6 +12,7 @@ by hand (PAPER.md §6.1): autograd's form is mostly rounding error once the soft
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -198,11 +199,14 @@ def train(
     threads: int = 1,
     train_head: bool = False,
     loss: Loss = Loss.logistic,
+    on_steps: Callable[[int, int], None] | None = None,
 ) -> Trajectory:
     """Run ``ocfg.steps`` steps of the configured step rule; checkpoint every k steps and at
     the end. ``train_head``: the linear head's v (from ``inst.v``) is trained too, by its own
     instance of the rule (normalized by its own gradient norm). ``loss``: l of (1/n) sum l(Y f).
-    The p-model needs ``inst`` in its view (``Instances.p_model_view``).
+    The p-model needs ``inst`` in its view (``Instances.p_model_view``). ``on_steps(seeds,
+    steps)``: told at every checkpoint that the batch's seeds made that many more steps
+    (``attnsvm.progress``); it changes no number.
 
     ``engine=fused`` hands the whole run to the C kernel (``attnsvm.fused``; ``threads`` groups
     of seeds at once). Here, with torch, loss, penalty and ||grad|| are only formed at
@@ -211,7 +215,7 @@ def train(
     if engine == Engine.fused:
         from attnsvm.fused import train_fused  # imports this module
 
-        return train_fused(inst, head, pcfg, ocfg, params, threads)
+        return train_fused(inst, head, pcfg, ocfg, params, threads, on_steps)
     R, n, _, d = inst.X.shape
     if params is None and pcfg.init == Init.published:
         params = Params(p=inst.p0.clone())
@@ -223,7 +227,7 @@ def train(
     v = inst.v.clone() if train_head else None
     ckpts = checkpoint_steps(ocfg.steps, ocfg.checkpoint_every)
     rec = _empty_trajectory(ckpts, R, n, d, inst.X, train_head)
-    c, C = 0, len(ckpts)
+    c, C, told = 0, len(ckpts), 0
     for k in range(ocfg.steps + 1):
         at_ckpt = c < C and ckpts[c] == k
         if ocfg.gradient == Gradient.autograd:
@@ -240,6 +244,9 @@ def train(
         if at_ckpt:
             _record(rec, c, p, value, s, norms, names, v)
             c += 1
+            if on_steps is not None and k > told:
+                on_steps(R, k - told)
+                told = k
         if k == ocfg.steps:
             break
         extra = {"loss": value - floor} if needs_loss else {}

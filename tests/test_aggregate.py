@@ -3,7 +3,6 @@ slow end-to-end sweep with the joblib launcher in a subprocess."""
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 import time
@@ -56,14 +55,16 @@ def test_summary_convergence_shares_per_config_point():
     runs = pd.concat(
         [
             _runs(seed=[0, 1, 2, 3], conv_type=["global", "global", "local", "other"], d=2),
-            _runs(seed=[0, 1], conv_type=["global", "global"], d=8, config_hash="h1"),
+            _runs(seed=[0, 1], conv_type=["global", "not converged"], d=8, config_hash="h1"),
         ]
     ).assign(feasible=True)
     s = summarize(runs, ["d"]).set_index("d")
     assert list(s.index) == [2, 8]
     assert (s.loc[2, "global"], s.loc[2, "local"], s.loc[2, "other"]) == (2, 1, 1)
-    assert s.loc[2, "global_share"] == 0.5 and s.loc[8, "global_share"] == 1.0
-    assert math.isclose(s[["global_share", "local_share", "other_share"]].sum(axis=1).max(), 1)
+    assert (s.loc[2, "not_converged"], s.loc[8, "not_converged"]) == (0, 1)
+    assert s.loc[2, "global_share"] == 0.5 and s.loc[8, "global_share"] == 0.5
+    shares = ["global_share", "local_share", "other_share", "not_converged_share"]
+    assert (s[shares].sum(axis=1) == 1).all()
 
 
 def test_newest_finished_job_wins_per_config_hash():
@@ -188,9 +189,11 @@ def test_tiny_multirun_with_joblib_then_aggregate(tmp_path):
     assert "jobs: 4 found, 4 used, 4 finished" in agg.stdout
     summary = pd.read_parquet(out / "summary.parquet")
     assert len(summary) == 4 and set(summary.d) == {2, 4}
-    for col in ("d", "parameterization", "seeds", "feasible", "global", "local", "other"):
+    kinds = ["global", "local", "other", "not_converged"]
+    for col in ("d", "parameterization", "seeds", "feasible", *kinds):
         assert col in summary
-    assert (summary[["global", "local", "other"]].sum(axis=1) == 3).all()
+    assert (summary[kinds].sum(axis=1) == 3).all()
+    assert (summary.not_converged == 3).all()  # 60 steps: no seed has saturated
     runs = pd.read_parquet(out / "all_runs.parquet")
     assert len(runs) == 4 * 3
     for name in ("convergence", "curves"):

@@ -11,6 +11,8 @@ import torch
 
 from attnsvm import lcp, norms, sdp, svm
 from attnsvm.config import DatasetConfig, SolverConfig
+from attnsvm.pipeline import Reported
+from attnsvm.progress import Progress
 
 CFG = SolverConfig()
 
@@ -125,4 +127,8 @@ def test_pipeline_norms_pass_the_frobenius_support_to_the_nuclear_svm(monkeypatc
     monkeypatch.setattr(svm, "w_mm_nuc_batch", spy)
     problems = [_problem(0, n=5, T=4, d=6)]
     out = norms.solve_all(norms.make_norms(CFG), problems, CFG)
+    assert seen["fro"] == [out[0]["fro"]]
+    seen.clear()  # and through the progress reporter's wrapper (pipeline.Reported)
+    reported = [Reported(norm, Progress(interval=1e9)) for norm in norms.make_norms(CFG)]
+    out = norms.solve_all(reported, problems, CFG)
     assert seen["fro"] == [out[0]["fro"]]
