@@ -14,7 +14,9 @@ Hadamard products of m x m matrices: O(m N^2 + m^2 N + m^3) per iteration instea
 ((N(N+1)/2)^2 block that a general conic solver factors. Instances of one shape are solved as
 a batch, every operation per instance, with per-instance step lengths and stopping: an
 instance's iterates and stopping step never depend on its batch mates (products and sums by
-attnsvm.batchops, LAPACK on one thread in MKL's strict reproducibility mode).
+attnsvm.batchops, LAPACK on one thread in MKL's strict reproducibility mode). From LARGE_M
+constraints an instance is solved alone with BLAS products, and from WORKING_SET_M on a working
+set of its constraints (``nuclear_svm_batch``; docs/scaling.md, "Large instances").
 
     W, status, iters = nuclear_svm_batch(a, b, rows, tol=1e-10)  # a (B, m, p), b (B, n, q)
 """

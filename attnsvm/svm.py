@@ -6,6 +6,7 @@ problem is one matrix inequality built without a Python loop over (i, t).
 * Frobenius (``w_mm``): the least-distance program min ||w|| s.t. A w >= 1 is solved exactly
   through its non-negative least-squares dual (Lawson & Hanson, ch. 23) in n(T-1) variables,
   whatever d is; the Gram matrix <A_j, A_k> = (dx_j . dx_k)(z_j . z_k) never forms d^2 vectors.
+  From LARGE_M constraints the same dual by block principal pivoting first (lcp.py, 20x faster).
 * Nuclear (``w_mm_nuc``): an SDP. Projecting W onto span{dx_j} on the left and span{z_i} on the
   right keeps every constraint and never increases the nuclear norm, so it is solved in that
   reduced (p x q) space, p <= n(T-1), q <= n, and mapped back. By default many instances are
