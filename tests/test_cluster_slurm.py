@@ -101,6 +101,9 @@ def start_sweep(sweep_dir: Path, name: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # a suite started in the background (`.ci/run &`) inherits SIGINT ignored, and Python
+        # then installs no KeyboardInterrupt handler: the launcher must hear Ctrl-C anyway
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
