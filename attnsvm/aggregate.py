@@ -262,6 +262,15 @@ def figure_cli(doc: str, argv: list[str] | None) -> tuple[Path, Path]:
     return args.sweep_dir, out
 
 
+def save_figure(fig, path: Path, dpi: int = 120) -> None:
+    """Lay out, write and close ``fig``: the last lines of every figure command's figures."""
+    import matplotlib.pyplot as plt  # the figure modules chose the backend before
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
 def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: bool = True):
     """Load, summarise and plot a sweep; returns (Sweep, summary frame, written paths)."""
     sweep = load_sweep(sweep_dir)

@@ -471,7 +471,7 @@ def _measure(quick: bool, emit) -> _Results:
     return _Results(
         tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem, nt, joint,
         scale,
-    )
+    )  # fmt: skip
 
 
 def _emit_ratios(emit, tr: dict, sv: dict) -> None:

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from attnsvm.aggregate import figure_cli, load_sweep  # noqa: E402
+from attnsvm.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 from attnsvm.digits import _digits, pick  # noqa: E402
 
 SHOWN = 8
@@ -89,9 +89,7 @@ def figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
                 ax.imshow(_patch_image(vec, patch), cmap="RdBu_r", vmin=-lim, vmax=lim)
             ax.set_title(title, fontsize=7)
             ax.set_axis_off()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnsvm.aggregate import figure_cli, load_sweep  # noqa: E402
+from attnsvm.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
 # the norm each step rule's geometry is predicted to pick (FOLLOWUPS.md §3)
 PREDICTED = {"ngd": "fro", "gd": "fro", "polyak": "fro", "sign": "max", "adam": "max"}
@@ -86,9 +86,7 @@ def heatmaps(table: pd.DataFrame, path: Path) -> None:
                     ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="r", lw=2))
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.suptitle("row's step rule vs column's SVM norm (red: the predicted pairing)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def d_figure(table: pd.DataFrame, path: Path) -> None:
@@ -103,9 +101,7 @@ def d_figure(table: pd.DataFrame, path: Path) -> None:
         ax.grid(alpha=0.4)
     np.atleast_1d(axes)[0].set_ylabel("final margin ratio (mean)")
     np.atleast_1d(axes)[-1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def bregman_curves(sweep, path: Path) -> pd.DataFrame:
@@ -131,9 +127,7 @@ def bregman_curves(sweep, path: Path) -> pd.DataFrame:
         ax.grid(alpha=0.4)
         ax.legend(fontsize=7)
         finals.append({"rule": rule, "init": init, **mean.iloc[-1].to_dict()})
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
     return pd.DataFrame(finals)
 
 

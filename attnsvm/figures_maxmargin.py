@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnsvm.aggregate import figure_cli, load_sweep  # noqa: E402
+from attnsvm.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 from attnsvm.maxmargin import EXAMPLES  # noqa: E402
 
 ORDER = ["single", "single_local", "multi", "joint", "joint_relaxed", "loss"]
@@ -107,9 +107,7 @@ def figure(runs: pd.DataFrame, tr: pd.DataFrame, path: Path) -> None:
     axes[0, 1].plot([], [], "k-", label="float64, exact gradient")
     axes[0, 1].plot([], [], "k--", label="float32, published form")
     axes[0, 1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_figure(fig, path, dpi=90)
 
 
 def loss_figure(runs: pd.DataFrame, path: Path) -> None:
@@ -128,9 +126,7 @@ def loss_figure(runs: pd.DataFrame, path: Path) -> None:
     ax.set(ylabel="1 - corr(p, p^mm) after 1000 steps")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnsvm.aggregate import figure_cli, load_sweep  # noqa: E402
+from attnsvm.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
 CURVES = {
     "corr_svmeq": ("$W^{SVMeq}$", "-"),
@@ -71,9 +71,7 @@ def figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
         ax.grid(alpha=0.4)
     axes[0, 0].set_ylabel("1 - corr (mean over accepted seeds)")
     axes[1, 0].set_ylabel("final 1 - corr($W$, $W^{SVMeq}$)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnsvm.aggregate import figure_cli, load_sweep  # noqa: E402
+from attnsvm.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
 CURVES = {
     "corr_svm": r"$W^{svm}$",
@@ -90,9 +90,7 @@ def curves_figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
         axes[1, j].grid(alpha=0.4)
     axes[0, 0].set_ylabel("1 - corr (mean ± std over instances)")
     axes[1, 0].set_ylabel(r"$\|\Pi_S W - W^{fin}\|$")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def sweep_figure(tab: pd.DataFrame, axis: str, path: Path) -> None:
@@ -108,9 +106,7 @@ def sweep_figure(tab: pd.DataFrame, axis: str, path: Path) -> None:
     for ax in axes:
         ax.grid(alpha=0.4)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> None:

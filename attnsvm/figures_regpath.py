@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnsvm.aggregate import figure_cli, load_sweep  # noqa: E402
+from attnsvm.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
 
 def load(sweep_dir: Path) -> pd.DataFrame:
@@ -46,9 +46,7 @@ def figure(traj: pd.DataFrame, path: Path) -> None:
     ax.set(xscale="log", yscale="log", xlabel="R", ylabel="1 - corr (median over seeds)")
     ax.grid(alpha=0.4)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> None:

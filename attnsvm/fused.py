@@ -124,27 +124,29 @@ def resolve_engine(
         return None
     if engine == Engine.torch:
         return Engine.torch
-    why = []
-    if experiment == Experiment.regpath:
-        why.append("experiment=regpath (its projected GD runs in torch)")
-    if experiment == Experiment.nexttoken:
-        why.append("experiment=nexttoken (its losses train in torch)")
-    if device != Device.cpu:
-        why.append(f"device={device.value} (it needs cpu)")
-    if dtype != DType.float64:
-        why.append(f"dtype={dtype.value} (it needs float64)")
-    if head not in (Head.linear, Head.relu):
-        why.append(f"head.kind={getattr(head, 'value', head)} (it needs linear or relu)")
-    if optimizer not in (Optimizer.ngd, Optimizer.gd):
-        why.append(f"optimizer.kind={getattr(optimizer, 'value', optimizer)} (it needs ngd or gd)")
-    if train_head:
-        why.append("head.train=true (it trains the attention only)")
-    if parameterization == Parameterization.p:
-        why.append("parameterization=p (it trains W or K, Q)")
-    if loss != Loss.logistic:
-        why.append(f"loss={loss.value} (it needs logistic)")
-    if gradient != Gradient.exact:
-        why.append(f"optimizer.gradient={gradient.value} (it computes the exact one)")
+    unfit = [  # (what does not fit the fused kernel, why)
+        (experiment == Experiment.regpath, "experiment=regpath (its projected GD runs in torch)"),
+        (experiment == Experiment.nexttoken, "experiment=nexttoken (its losses train in torch)"),
+        (device != Device.cpu, f"device={getattr(device, 'value', device)} (it needs cpu)"),
+        (dtype != DType.float64, f"dtype={getattr(dtype, 'value', dtype)} (it needs float64)"),
+        (
+            head not in (Head.linear, Head.relu),
+            f"head.kind={getattr(head, 'value', head)} (it needs linear or relu)",
+        ),
+        (
+            optimizer not in (Optimizer.ngd, Optimizer.gd),
+            f"optimizer.kind={getattr(optimizer, 'value', optimizer)} (it needs ngd or gd)",
+        ),
+        (train_head, "head.train=true (it trains the attention only)"),
+        (parameterization == Parameterization.p, "parameterization=p (it trains W or K, Q)"),
+        (loss != Loss.logistic, f"loss={getattr(loss, 'value', loss)} (it needs logistic)"),
+        (
+            gradient != Gradient.exact,
+            f"optimizer.gradient={getattr(gradient, 'value', gradient)} "
+            "(it computes the exact one)",
+        ),
+    ]
+    why = [reason for broken, reason in unfit if broken]
     if not why and library() is None:
         why.append(_load()[1])
     if engine == Engine.fused and why:

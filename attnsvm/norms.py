@@ -7,6 +7,7 @@ one object with
     solve(problems, cfg) -> [SVMSolution]  # problems: [(X, Z, alpha)], all feasible; batched
     value(W) -> float                     # ||W||_N, the ``norm_<N>`` column; built-ins also
                                           # take a stack (..., d, d) (``values``)
+    uses_fro = True                       # optional: solve(..., fro=[the Frobenius SVMs])
 
 The Frobenius SVM is always solved first: its exact dual decides feasibility (the same for every
 norm), the support tokens and local optimality; every other norm is solved only where it is

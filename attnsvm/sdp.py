@@ -23,9 +23,9 @@ set of its constraints (``nuclear_svm_batch``; docs/scaling.md, "Large instances
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -198,7 +198,9 @@ def _step(con: Constraints, C, X, Z, x, z, y):
     ad = torch.clamp(STEP * torch.minimum(_max_step(Lz, dZ), _max_step_lp(z, dz)), max=1.0)
     new = _take_step((X, Z, x, z, y), (dX, dZ, dx, dz, dy), ap, ad)
     for _ in range(BACKTRACK):  # near the optimum rounding can leave the cone: shorter steps
-        out = (torch.linalg.cholesky_ex(new[0])[1] != 0) | (torch.linalg.cholesky_ex(new[1])[1] != 0)
+        out = (torch.linalg.cholesky_ex(new[0])[1] != 0) | (
+            torch.linalg.cholesky_ex(new[1])[1] != 0
+        )
         if not bool(out.any()):
             break
         ap, ad = torch.where(out, ap / 2, ap), torch.where(out, ad / 2, ad)
@@ -243,8 +245,9 @@ def nuclear_svm_batch(
 
     From LARGE_M constraints on, the O(m^2 p) products and the m x m factorisation dominate:
     each instance is solved alone with BLAS products (10x the sequential loop), ``workers`` of
-    them at a time on their own threads (default: torch's thread count, the job's ``threads``). Either way an instance's bits never depend on its
-    batch mates or on ``workers``: LAPACK and BLAS run on one thread per instance.
+    them at a time on their own threads (default: torch's thread count, the job's ``threads``).
+    Either way an instance's bits never depend on its batch mates or on ``workers``: LAPACK and
+    BLAS run on one thread per instance.
 
     ``start`` (B, m) bool, for those large instances: the constraints to begin a working set
     with (e.g. the Frobenius SVM's support); from WORKING_SET_M constraints on, the SDP is

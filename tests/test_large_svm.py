@@ -132,3 +132,19 @@ def test_pipeline_norms_pass_the_frobenius_support_to_the_nuclear_svm(monkeypatc
     reported = [Reported(norm, Progress(interval=1e9)) for norm in norms.make_norms(CFG)]
     out = norms.solve_all(reported, problems, CFG)
     assert seen["fro"] == [out[0]["fro"]]
+
+
+def test_bench_scale_times_a_job_both_ways_in_fresh_processes():
+    from attnsvm import bench_scale
+
+    before = bench_scale.TARGETS
+    try:
+        bench_scale.TARGETS = [((6, 8, 10), 2, 60.0, 1)]
+        (row,) = bench_scale.measure()
+    finally:
+        bench_scale.TARGETS = before
+    assert row["ours"]["status"] == {"ok": 2} and row["before"]["status"] == {"ok": 1}
+    assert row["ours"]["peak_mib"] > 0 and row["before_wall_scaled"] == 2 * row["before"]["wall"]
+    lines = []
+    bench_scale.emit_table(lambda s="": lines.append(s), [row])
+    assert "(measured on 1, scaled)" in "\n".join(lines)
