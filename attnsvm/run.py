@@ -31,7 +31,7 @@ from attnsvm.config import (
 )
 from attnsvm.pipeline import run_job
 from attnsvm.progress import Progress
-from attnsvm.report import summary_text
+from attnsvm.summary import summary_text
 from attnsvm.results import (
     JOB,
     RUNS,

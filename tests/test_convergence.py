@@ -11,7 +11,7 @@ import pytest
 from attnsvm import metrics
 from attnsvm.config import ConfigError, MetricsConfig, RunConfig
 from attnsvm.pipeline import run_job
-from attnsvm.report import summary_text
+from attnsvm.summary import summary_text
 from attnsvm.results import config_hash
 
 DELTA, EPS = 1e-3, 1e-2
