@@ -29,10 +29,10 @@ from attnsvm.config import (
     register_configs,
     to_run_config,
 )
-from attnsvm.pipeline import run_job
+from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.experiments.gd.summary import summary_text
 from attnsvm.progress import Progress
-from attnsvm.summary import summary_text
-from attnsvm.results import (
+from attnsvm.results.store import (
     JOB,
     RUNS,
     TRAJECTORY,

@@ -23,7 +23,9 @@ UNIQUE = {case["hash"]: name for name, case in reversed(list(CASES.items()))}
 
 def test_the_fixtures_cover_every_sweep_and_both_engines():
     sweeps = {p.stem for p in (GOLDEN.parents[1] / "sweeps").glob("*.yaml")}
-    covered = {name.split("_", 1)[1].rsplit("_", 2)[0] for name in CASES if name.startswith("sweep")}
+    covered = {
+        name.split("_", 1)[1].rsplit("_", 2)[0] for name in CASES if name.startswith("sweep")
+    }
     assert sweeps == covered
     assert {name.rsplit("_", 1)[1] for name in CASES} == {"torch", "auto"}
 
@@ -31,7 +33,7 @@ def test_the_fixtures_cover_every_sweep_and_both_engines():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_config_hashes_unchanged(name):
     import attnsvm
-    from attnsvm.results import config_hash
+    from attnsvm.results.store import config_hash
 
     case = CASES[name]
     full = [o for o in case["overrides"] if o not in make_short()]

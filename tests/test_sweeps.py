@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from attnsvm.config import Generator, Init, Parameterization, RunConfig, to_run_config
-from attnsvm.results import config_hash
+from attnsvm.results.store import config_hash
 from attnsvm.run import register_configs
 
 REPO = Path(__file__).resolve().parents[1]

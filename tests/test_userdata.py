@@ -8,7 +8,7 @@ import pytest
 
 import attnsvm
 from attnsvm.config import ConfigError, DatasetConfig
-from attnsvm.data import make_instances
+from attnsvm.data.generators import make_instances
 from bits import assert_frames_identical
 from cli_helpers import SMALL, run_cli
 
