@@ -174,8 +174,9 @@ def convergence_section(summary: pd.DataFrame | None) -> str:
 
 
 def jobs_section(jobs: pd.DataFrame, missing: pd.DataFrame, grid: Grid | None) -> str:
-    counts = jobs.status.value_counts().sort_index()
-    parts = [", ".join(f"{n} {s}" for s, n in counts.items()) or "no job.json found"]
+    counts = jobs.status.value_counts()
+    order = sorted(counts.index, key=lambda s: (s != "finished", s))  # finished first
+    parts = [", ".join(f"{counts[s]} {s}" for s in order) or "no job.json found"]
     if grid is not None and grid.points:
         parts.append(f"{len(missing)} never started of {len(grid.points)} grid points")
     out = [f"<p>{esc('; '.join(parts))}</p>"]
