@@ -118,6 +118,24 @@ def connect(dirs: list[str | Path]):
     return con
 
 
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _frame(rel) -> pd.DataFrame:
+    """The relation as a DataFrame; DuckDB's 128-bit integers (``sum`` and ``count_if`` of
+    integers) become BIGINT first, so that counts stay integers in pandas."""
+    if rel is None:  # a statement without a result
+        return pd.DataFrame()
+    if any("HUGEINT" in str(t) for t in rel.types):
+        cols = [
+            f"{_ident(c)}::BIGINT AS {_ident(c)}" if "HUGEINT" in str(t) else _ident(c)
+            for c, t in zip(rel.columns, rel.types, strict=True)
+        ]
+        rel = rel.project(", ".join(cols))
+    return rel.df()
+
+
 def sql(query: str, *dirs: str | Path) -> pd.DataFrame:
     """The result of ``query`` over the views ``runs``, ``trajectory`` and ``jobs`` of the
     results below ``dirs`` (sweep, job or parent directories), as a pandas DataFrame.
@@ -130,7 +148,7 @@ def sql(query: str, *dirs: str | Path) -> pd.DataFrame:
         raise QueryError("no directory given: name at least one sweep or results folder")
     con = connect(list(dirs))
     try:
-        return con.execute(query).df()
+        return _frame(con.sql(query))
     except duckdb.Error as exc:
         raise QueryError(f"the query failed: {str(exc).splitlines()[0]}") from None
     finally:

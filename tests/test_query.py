@@ -140,3 +140,9 @@ def test_no_finished_job_is_an_error(tmp_path):
 def test_sql_is_public_api(sweeps):
     assert attnsvm.sql is sql
     assert "sql" in attnsvm.__all__
+
+
+def test_sums_and_counts_stay_integers(sweeps):
+    got = sql('SELECT count_if(seed > 0) AS "n ""pos""", sum(seed) AS s FROM runs', sweeps / "gd")
+    assert got.dtypes.map(lambda t: t.kind).tolist() == ["i", "i"]
+    assert (got['n "pos"'][0], got.s[0]) == (4 * 2, 4 * (0 + 1 + 2))
