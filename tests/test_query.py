@@ -4,6 +4,7 @@ and CSV output, and its one-line errors."""
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 
@@ -146,3 +147,15 @@ def test_sums_and_counts_stay_integers(sweeps):
     got = sql('SELECT count_if(seed > 0) AS "n ""pos""", sum(seed) AS s FROM runs', sweeps / "gd")
     assert got.dtypes.map(lambda t: t.kind).tolist() == ["i", "i"]
     assert (got['n "pos"'][0], got.s[0]) == (4 * 2, 4 * (0 + 1 + 2))
+
+
+def test_the_documented_queries_run(sweeps):
+    """Every query of docs/results.md binds against real sweeps (their outputs there come from
+    the sweeps the page names; here only the SQL is checked: columns, views, syntax)."""
+    doc = (REPO / "docs" / "results.md").read_text()
+    queries = [q.replace("\n", " ") for q in re.findall(r'attnsvm\.query "(.*?)"', doc, re.S)]
+    queries += re.findall(r'attnsvm\.sql\("(.*?)"', doc)
+    assert len(queries) >= 4
+    for query in queries:
+        if query != "SQL":
+            sql(query, sweeps)
