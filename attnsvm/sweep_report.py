@@ -58,10 +58,15 @@ def read_grid(sweep_dir: Path) -> Grid | None:
         return grid
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
 
-    parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()])
-    parsed += OverridesParser.create().parse_overrides(task)
-    (batch,) = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    parser = OverridesParser.create()
+    try:
+        parsed = parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + task)
+        (batch,) = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    except HydraException as exc:  # e.g. an interval sweep, which only other sweepers take
+        grid.note = f"its overrides do not expand to a grid here ({exc})"
+        return grid
     grid.points = [frozenset(p) for p in batch]
     return grid
 

@@ -179,6 +179,10 @@ def test_grid_of_a_sweep_file(tmp_path):
     (tmp_path / "multirun.yaml").write_text(yaml.safe_dump({"hydra": hydra}))
     assert read_grid(tmp_path).points == [] and "chooses its points" in read_grid(tmp_path).note
     assert read_grid(tmp_path / "nothing") is None
+    hydra["sweeper"]["_target_"] = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+    hydra["overrides"]["task"] = ["optimizer.lr=interval(0.1,1)"]
+    (tmp_path / "multirun.yaml").write_text(yaml.safe_dump({"hydra": hydra}))
+    assert "do not expand to a grid" in read_grid(tmp_path).note
 
 
 def test_report_cli_aggregates_a_missing_or_stale_summary(tmp_path, capsys):
