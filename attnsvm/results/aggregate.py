@@ -313,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     print(summary_table(summary, sweep.keys))
     for path in written:
         print(f"  wrote {path}")
+    from attnsvm.results.sweep_report import write_report
+
+    print(f"report: {write_report(args.sweep_dir, args.out)}")
     return 0
 
 
