@@ -178,8 +178,9 @@ class RayLauncher(Launcher):
         try:
             ret = ray.get(ref)
         except lost as exc:
-            error = f"Ray task {ref.task_id().hex()} ended without a result: {exc}"
-            return self._record_lost(overrides, idx, error, ray_error=type(exc).__name__)
+            kind, why = type(exc).__name__, str(exc).strip().splitlines()[0]
+            error = f"Ray task {ref.task_id().hex()} ended without a result: {kind}: {why}"
+            return self._record_lost(overrides, idx, error, ray_error=kind)
         if isinstance(ret, Exited):
             raise SystemExit(ret.code)
         return ret
