@@ -61,6 +61,11 @@ def test_a_bad_key_or_value_fails_when_the_config_is_composed(override):
         ray_launcher_config(override)
 
 
+def test_max_concurrent_below_one_is_refused_naming_the_key():
+    with pytest.raises(Exception, match="max_concurrent=0: accepted values are integers >= 1"):
+        instantiate(ray_launcher_config("hydra.launcher.max_concurrent=0"))
+
+
 def test_every_job_is_dispatched_with_its_sweep_number():
     launcher = instantiate(ray_launcher_config())
     jobs = launcher.jobs_to_dispatch([("dataset.d=2",), ("dataset.d=4",)], initial_job_idx=3)

@@ -105,6 +105,11 @@ class RayLauncher(Launcher):
         max_retries: int = 0,
         init: dict | None = None,
     ) -> None:
+        if max_concurrent is not None and max_concurrent < 1:
+            raise ValueError(
+                f"attnsvm: hydra.launcher.max_concurrent={max_concurrent}: accepted values are "
+                "integers >= 1, or null (no limit)"
+            )
         self.address, self.num_cpus = address, num_cpus
         self.max_concurrent, self.max_retries = max_concurrent, max_retries
         self.init = dict(init or {})
@@ -125,6 +130,8 @@ class RayLauncher(Launcher):
         jobs = self.jobs_to_dispatch(job_overrides, initial_job_idx)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        if not jobs:
+            return []
         started = not ray.is_initialized()
         if started:
             ray.init(address=self.address, **self.init)
@@ -151,14 +158,14 @@ class RayLauncher(Launcher):
         shared = ray.put(
             (self.hydra_context, self.config, self.task_function, Singleton.get_state())
         )
-        limit = self.max_concurrent or len(jobs)
+        limit, cwd = self.max_concurrent or len(jobs), os.getcwd()
         waiting, pending = list(range(len(jobs))), {}
         returns: list[JobReturn | None] = [None] * len(jobs)
         try:
             while waiting or pending:
                 while waiting and len(pending) < limit:
                     pos = waiting.pop(0)
-                    ref = remote.remote(*jobs[pos], shared, os.getcwd())
+                    ref = remote.remote(*jobs[pos], shared, cwd)
                     pending[ref] = pos
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
