@@ -3,10 +3,12 @@ invariance, the alpha scaling of the start, and the nuclear SVM it is compared w
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import cvxpy as cp
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -15,7 +17,6 @@ from attnsvm.data import make_instances
 from attnsvm.experiments import rankdyn
 from attnsvm.experiments.rankdyn import Config, detect_stages, effective_rank
 from attnsvm.experiments.rankdyn.dynamics import (
-    attention,
     init_state,
     loss_and_grads,
     train_rank,
@@ -162,3 +163,32 @@ def test_rank_nuc_and_corr_nuc_are_the_nuclear_svm_at_the_selected_tokens():
         final = rec.W[-1, r].numpy()
         corr = (final * W).sum() / (np.linalg.norm(final) * np.linalg.norm(W))
         assert row.corr_nuc == pytest.approx(corr, abs=1e-6)
+
+
+# ---- the docs page's table is the published results file --------------------------------------
+def test_the_docs_table_is_the_published_summary():
+    from attnsvm.experiments.rankdyn.summary import render_docs
+
+    repo = Path(__file__).resolve().parents[1]
+    page = (repo / "docs" / "rankdyn.md").read_text()
+    table = pd.read_csv(repo / "docs" / "results" / "rankdyn_summary.csv")
+    rerun = "python -m attnsvm.experiments.rankdyn.grid ... --publish docs/results --docs ..."
+    assert render_docs(page, table) == page, rerun
+
+
+def test_job_tables_carry_the_contract_and_the_figures_draw(tmp_path):
+    res = rankdyn.run_job(_run(seeds=2, alpha=1e-2, steps=40, checkpoints=8))
+    for col in ("seed", "status", "stage_steps", "n_stages", "final_eff_rank", "rank_nuc",
+                "corr_nuc", "loss", "rankdyn.alpha", "rankdyn.rule"):  # fmt: skip
+        assert col in res.runs, col
+    assert {"seed", "step", "loss", "eff_rank", "sv0", "sv9"} <= set(res.trajectory)
+    assert "rankdyn: 2 seeds" in rankdyn.summary_text(res.runs, res.seconds)
+    paths = rankdyn.figures(res.runs, res.trajectory, tmp_path)
+    assert paths and all(p.stat().st_size > 0 for p in paths)
+
+
+def test_a_bad_key_names_itself_and_what_is_accepted():
+    with pytest.raises(ValueError, match=r"rankdyn.rule=adam: accepted gd, ngd"):
+        Config(rule="adam")
+    with pytest.raises(ValueError, match=r"rankdyn.rank_frac=1.5: accepted floats in \(0, 1\)"):
+        Config(rank_frac=1.5)

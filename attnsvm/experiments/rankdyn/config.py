@@ -1,6 +1,6 @@
 """``rankdyn.*``: the keys of experiment=rankdyn and their checks (imports nothing of attnsvm).
 
-    python -m attnsvm.run experiment=rankdyn rankdyn.alpha=1e-3 rankdyn.rule=gd
+python -m attnsvm.run experiment=rankdyn rankdyn.alpha=1e-3 rankdyn.rule=gd
 """
 
 from __future__ import annotations

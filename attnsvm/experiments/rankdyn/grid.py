@@ -6,7 +6,8 @@ through ``run_job``, the concatenated tables, the summary and the figures.
 
 Writes ``runs.parquet``, ``trajectory.parquet``, ``summary.csv`` and the figures into the output
 directory; ``--publish DIR`` also copies the summary and the per-seed table as
-``rankdyn_summary.csv`` and ``rankdyn_runs.csv`` there (what docs/rankdyn.md quotes). A job whose
+``rankdyn_summary.csv`` and ``rankdyn_runs.csv`` there (what docs/rankdyn.md quotes), and
+``--docs docs/rankdyn.md`` rewrites that page's table from the summary. A job whose
 tables exist under ``jobs/`` is not run again.
 """
 
@@ -26,7 +27,7 @@ from attnsvm.runtime import limit_threads
 from .config import Config
 from .figures import figures
 from .job import run_job
-from .summary import summary_table, summary_text
+from .summary import render_docs, summary_table, summary_text
 
 ALPHAS = (1.0, 1e-1, 1e-2, 1e-3, 1e-4)
 SHAPES = ((6, 8, 10), (10, 12, 16))
@@ -88,20 +89,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--steps", type=int, default=Config.steps)
     ap.add_argument("--shapes", nargs="+", default=[",".join(map(str, s)) for s in SHAPES])
     ap.add_argument("--publish", type=Path, default=None)
+    ap.add_argument("--docs", type=Path, default=None, help="rewrite the table of this page")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     shapes = [tuple(int(x) for x in s.split(",")) for s in args.shapes]
     runs, traj, seconds = run_grid(args.out, args.seeds, args.steps, shapes)
     runs.to_parquet(args.out / "runs.parquet", index=False)
     traj.to_parquet(args.out / "trajectory.parquet", index=False)
-    table = summary_table(runs)
-    table.round(6).to_csv(args.out / "summary.csv", index=False)
+    table = summary_table(runs).round(6)
+    table.to_csv(args.out / "summary.csv", index=False)
     written = figures(runs, traj, args.out)
     if args.publish is not None:
         args.publish.mkdir(parents=True, exist_ok=True)
-        table.round(6).to_csv(args.publish / "rankdyn_summary.csv", index=False)
+        table.to_csv(args.publish / "rankdyn_summary.csv", index=False)
         keep = [c for c in runs if c not in ("reason",)]
         runs[keep].round(6).to_csv(args.publish / "rankdyn_runs.csv", index=False)
+    if args.docs is not None:
+        published = pd.read_csv(args.out / "summary.csv")  # what the docs test reads back
+        args.docs.write_text(render_docs(args.docs.read_text(), published))
     print(summary_text(runs, seconds))
     print(f"wrote {len(written)} figures to {args.out} ({time.perf_counter() - t0:.0f} s)")
 

@@ -53,3 +53,56 @@ def summary_text(runs: pd.DataFrame, seconds: float) -> str:
             f"escape step {row.escape_step_median:.0f}"
         )
     return "\n".join(lines)
+
+
+DOCS_MARKERS = ("<!-- rankdyn:table -->", "<!-- /rankdyn:table -->")
+DOCS_COLUMNS = {
+    "shape": "(n,T,d)",
+    "rankdyn.parameterization": "param",
+    "rankdyn.rule": "rule",
+    "rankdyn.alpha": "alpha",
+    "seeds": "seeds",
+    "escape_step_median": "escape step (median)",
+    "lowest_eff_rank_mean": "lowest eff_rank",
+    "n_stages_mean": "rises per seed",
+    "first_stage_step_median": "first rise (median step)",
+    "final_eff_rank_mean": "final eff_rank",
+    "eff_rank_nuc_mean": "eff_rank of W^mm_*",
+    "share_rank_match": "equal",
+    "corr_nuc_median": "corr_nuc (median)",
+}
+
+
+def docs_table(table: pd.DataFrame) -> str:
+    """The summary table as the markdown of docs/rankdyn.md (between ``DOCS_MARKERS``)."""
+    df = table.assign(shape=[f"({r.n},{r['T']},{r.d})" for _, r in table.iterrows()])
+    df = df.sort_values(["n", "rankdyn.parameterization", "rankdyn.rule", "rankdyn.alpha"],
+                        ascending=[True, True, True, False])  # fmt: skip
+    lines = ["| " + " | ".join(DOCS_COLUMNS.values()) + " |", "|" + "---|" * len(DOCS_COLUMNS)]
+    for _, row in df.iterrows():
+        lines.append("| " + " | ".join(_cell(k, row[k]) for k in DOCS_COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def _cell(key: str, value) -> str:
+    if isinstance(value, str):
+        return value
+    if pd.isna(value):
+        return "-"
+    if key == "rankdyn.alpha":
+        return f"{value:g}"
+    if key == "share_rank_match":
+        return f"{value:.0%}"
+    if key.startswith("corr"):
+        return f"{value:.4f}"
+    if key.endswith("step_median") or key == "seeds":
+        return f"{value:.0f}"
+    return f"{value:.2f}"
+
+
+def render_docs(text: str, table: pd.DataFrame) -> str:
+    """``text`` with the block between ``DOCS_MARKERS`` replaced by ``docs_table(table)``."""
+    start, end = DOCS_MARKERS
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{docs_table(table)}\n{end}{tail}"
