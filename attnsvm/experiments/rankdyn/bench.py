@@ -7,6 +7,7 @@ of a job in one batch against one seed at a time, seed-runs per CPU second.
 
 from __future__ import annotations
 
+import json
 import resource
 import time
 
@@ -47,5 +48,5 @@ def bench_rankdyn(quick: bool) -> dict:
     return {**out, "ratio": out["batched"] / out["alone"], "wall": wall}
 
 
-if __name__ == "__main__":
-    print(bench_rankdyn(quick=True))
+if __name__ == "__main__":  # python -m attnsvm.experiments.rankdyn.bench > rankdyn_bench.json
+    print(json.dumps({"rankdyn": bench_rankdyn(quick=True)}, indent=2))

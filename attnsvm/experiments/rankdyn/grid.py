@@ -60,14 +60,14 @@ def grid(steps: int, shapes=SHAPES) -> list[Config]:
 def run_grid(
     out: Path, seeds: int, steps: int, shapes=SHAPES
 ) -> tuple[pd.DataFrame, pd.DataFrame, float]:
-    """Run every job not found under ``out/jobs`` (whatever seeds it was run with); the
-    concatenated runs and trajectory tables and the jobs' total seconds."""
+    """Run every job not found under ``out/jobs``; the concatenated runs and trajectory
+    tables and the jobs' total seconds."""
     jobs = out / "jobs"
     jobs.mkdir(parents=True, exist_ok=True)
     runs, trajs, seconds = [], [], 0.0
     for cfg in grid(steps, shapes):
         name = f"n{cfg.n}_T{cfg.T}_d{cfg.d}_{cfg.parameterization.value}_{cfg.rule.value}"
-        name += f"_a{cfg.alpha:g}"
+        name += f"_a{cfg.alpha:g}_s{seeds}_t{steps}"
         paths = jobs / f"{name}_runs.parquet", jobs / f"{name}_trajectory.parquet"
         if not all(p.exists() for p in paths):
             with limit_threads(1):

@@ -3,6 +3,7 @@ the nuclear-norm SVM at the selected tokens, and how well K Q^T points at it."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 KEYS = ["n", "T", "d", "rankdyn.parameterization", "rankdyn.rule", "rankdyn.alpha"]
@@ -14,6 +15,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     ok = runs[runs.status == "ok"].assign(
         rank_match=lambda df: df.final_eff_rank == df.eff_rank_nuc,
         any_stage=lambda df: df.n_stages > 0,
+        rise_loss_gap=lambda df: df.plateau_losses.map(_highest) - df.loss,
     )
     table = ok.groupby(keys, dropna=False).agg(
         seeds=("seed", "size"),
@@ -31,10 +33,16 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
         corr_nuc_median=("corr_nuc", "median"),
         corr_nuc_min=("corr_nuc", "min"),
         corr_fro_median=("corr_fro", "median"),
+        rise_loss_gap_max=("rise_loss_gap", "max"),
         loss_mean=("loss", "mean"),
     )
     total = runs.groupby(keys, dropna=False).size().rename("runs")
     return table.join(total, how="right").reset_index()
+
+
+def _highest(joined) -> float:
+    """The largest of a comma-joined list of numbers; NaN for an empty one."""
+    return max(map(float, joined.split(","))) if isinstance(joined, str) and joined else np.nan
 
 
 def summary_text(runs: pd.DataFrame, seconds: float) -> str:
@@ -69,7 +77,9 @@ DOCS_COLUMNS = {
     "final_eff_rank_mean": "final eff_rank",
     "eff_rank_nuc_mean": "eff_rank of W^mm_*",
     "share_rank_match": "equal",
+    "rise_loss_gap_max": "loss above final at a rise (max)",
     "corr_nuc_median": "corr_nuc (median)",
+    "corr_fro_median": "corr_fro (median)",
 }
 
 
@@ -95,6 +105,8 @@ def _cell(key: str, value) -> str:
         return f"{value:.0%}"
     if key.startswith("corr"):
         return f"{value:.4f}"
+    if key == "rise_loss_gap_max":
+        return f"{value + 0.0:.1e}"  # no -0.0e+00
     if key.endswith("step_median") or key == "seeds":
         return f"{value:.0f}"
     return f"{value:.2f}"
