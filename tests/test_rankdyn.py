@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from attnsvm.config import DatasetConfig, Init, ParameterizationConfig, SolverConfig
-from attnsvm.data import make_instances
+from attnsvm.data.generators import make_instances
 from attnsvm.experiments import rankdyn
 from attnsvm.experiments.rankdyn import Config, detect_stages, effective_rank
 from attnsvm.experiments.rankdyn.dynamics import (
@@ -22,8 +22,8 @@ from attnsvm.experiments.rankdyn.dynamics import (
     train_rank,
     unit_factors,
 )
-from attnsvm.heads import LinearHead
-from attnsvm.train import init_params
+from attnsvm.train.heads import LinearHead
+from attnsvm.train.loop import init_params
 
 
 def _run(seeds=2, seed=0, **kw):

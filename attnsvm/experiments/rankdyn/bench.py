@@ -12,9 +12,9 @@ import resource
 import time
 
 from attnsvm.config import DatasetConfig
-from attnsvm.data import make_instances
-from attnsvm.heads import LinearHead
+from attnsvm.data.generators import make_instances
 from attnsvm.runtime import limit_threads
+from attnsvm.train.heads import LinearHead
 
 from .config import Config
 from .dynamics import train_rank

@@ -4,7 +4,8 @@ recording the whole K Q^T at log-spaced checkpoints (the plateaus span decades o
 attnsvm's training loop records every k steps and never returns K and Q, so this is a small
 loop of its own over the house's pieces: the cancellation-free dL/dW of ``train.loss_and_grads``
 (logistic loss, the fixed linear head), the chain rule to K and Q with the paper's vanishing
-penalty, and the step rules of ``attnsvm.optim`` (NGD normalizes each factor by its own norm).
+penalty, and the step rules of ``attnsvm.train.step_rules`` (NGD normalizes each factor by its
+own norm).
 Every op is per seed (``batchops``), so a seed's numbers never depend on its batch mates.
 
     rec = train_rank(inst, head, cfg)      # cfg: rankdyn Config
@@ -18,11 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnsvm.batchops import matmul, sum_last
 from attnsvm.config import OptimizerConfig
-from attnsvm.data import Instances
-from attnsvm.optim import make_optimizer
-from attnsvm.train import INIT_SEED_OFFSET, frob, loss_and_grad_w
+from attnsvm.data.generators import Instances
+from attnsvm.train.batchops import matmul, sum_last
+from attnsvm.train.loop import INIT_SEED_OFFSET, frob, loss_and_grad_w
+from attnsvm.train.step_rules import make_optimizer
 
 from .config import Config, Param
 

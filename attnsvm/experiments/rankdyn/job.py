@@ -15,11 +15,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnsvm import metrics, norms
+from attnsvm import metrics
 from attnsvm.config import DatasetConfig
-from attnsvm.data import accepted_seeds, make_instances
-from attnsvm.heads import LinearHead
-from attnsvm.pipeline import JobResult, on_cpu, seed_status
+from attnsvm.data.generators import accepted_seeds, make_instances
+from attnsvm.experiments.gd.pipeline import JobResult, on_cpu, seed_status
+from attnsvm.svm import norms
+from attnsvm.train.heads import LinearHead
 
 from .config import Config
 from .dynamics import Record, train_rank
