@@ -33,6 +33,7 @@ import torch
 from attnsvm import cvx, metrics, svm
 from attnsvm.config import Parameterization, RunConfig, SolverConfig
 from attnsvm.data import accepted_seeds, make_instances
+from attnsvm.divergence import divergence
 from attnsvm.heads import make_head
 from attnsvm.pipeline import on_cpu
 from attnsvm.results import config_hash
@@ -224,7 +225,12 @@ def run_batch(cfg: RunConfig, seeds: list[int], analyse_all: bool):
             "grad_norm": float(traj.grad_norm[-1, r]),
             "train_seconds": train_seconds,
         }
-        if analyse_all or (flags["band_ok"] and flags["has_zero"]):
+        why = divergence(
+            traj.steps, loss=traj.loss[:, r], grad_norm=traj.grad_norm[:, r], W=Ws[:, r]
+        )
+        if why is not None:  # before the filters: a NaN softmax passes none of them
+            row, curve = {"seed": seed, **flags, "status": "diverged", "reason": why}, None
+        elif analyse_all or (flags["band_ok"] and flags["has_zero"]):
             row, curve = analyse_seed(cfg, X[r], Z[r], S[r], Ws[:, r], seed)
         else:
             row, curve = {"seed": seed, **flags, "status": "rejected", "accepted": False}, None

@@ -29,6 +29,7 @@ import pandas as pd
 
 from attnsvm import graphsvm as gs
 from attnsvm.config import Parameterization, RunConfig
+from attnsvm.divergence import divergence
 from attnsvm.metrics import corr
 from attnsvm.nexttoken_data import make_nexttoken
 from attnsvm.nexttoken_train import problem, train
@@ -73,8 +74,9 @@ def analyse_seed(cfg: RunConfig, inst, r: int, j: int, traj, scc) -> tuple[dict,
     row = {"ids": ";".join(",".join(map(str, q)) for q in ids)}
     row.update(labels=",".join(map(str, labels)), scc=gs.scc_text(scc, ids[:, -1]))
     row.update(cyclic=gs.is_cyclic(scc, ids[:, -1]), attempts=int(inst.attempts[r]))
-    if not (np.isfinite(Ws).all() and np.isfinite(s).all()):
-        return {**row, "status": "diverged", "reason": "non-finite weights"}, None
+    why = divergence(traj.steps, W=Ws, loss=traj.loss[:, j], grad_norm=traj.grad_norm[:, j])
+    if why is not None or not np.isfinite(s).all():
+        return {**row, "status": "diverged", "reason": why or "non-finite softmax"}, None
     glob = {"fro": _svm(cfg, E, ids, ids == labels[:, None], scc, False)}
     if _nuclear(cfg):
         glob["nuc"] = _svm(cfg, E, ids, ids == labels[:, None], scc, True)

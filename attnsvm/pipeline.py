@@ -21,6 +21,7 @@ import torch
 from attnsvm import metrics, norms, svm
 from attnsvm.config import Generator, Init, Optimizer, Parameterization, RunConfig
 from attnsvm.data import Instances, accepted_seeds, make_instances
+from attnsvm.divergence import diverged_tables, divergence
 from attnsvm.heads import make_head
 from attnsvm.maxmargin import key_query
 from attnsvm.progress import Progress, reporter
@@ -164,7 +165,8 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     gamma = inst.gamma[r].cpu().double().numpy()
     opt = inst.opt[r].cpu().numpy()
     Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
-    finite = bool(np.isfinite(Ws).all() and torch.isfinite(traj.loss[:, r]).all())
+    v = None if traj.v is None else traj.v[:, r]
+    why = divergence(traj.steps, loss=traj.loss[:, r], grad_norm=traj.grad_norm[:, r], W=Ws, v=v)
     sel = traj.selected[-1, r].cpu().numpy()
     same = bool(np.array_equal(sel, opt))
     if svms is None:
@@ -173,6 +175,11 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
             None if same else solve_svms(cfg, inst, {r: sel})[r],
         )
     at_opt = svms[0]
+    if why is not None:  # no metric of W: they would be NaN or crash (an SVD of inf)
+        cols = {**opt_svm_columns(cfg, at_opt), "opt": ",".join(map(str, opt))}
+        cols["svm_seconds"] = sum(sol.seconds for sol in at_opt.values())
+        row, tr = diverged_tables(inst.seeds[r], traj.steps, traj, r, Ws, why, cols)
+        return row, pd.DataFrame(tr)
     at_sel = at_opt if same else svms[1]
     unique = {id(s): s for sols in svms if sols for s in sols.values()}
     svm_seconds = sum(s.seconds for s in unique.values())
@@ -200,7 +207,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         traj.selected[:, r].cpu().numpy(), curves[f"corr_{own}"], start, mcfg.gap_shrink, stalled
     )
     status, reason = seed_status(
-        finite, {"opt": list(at_opt.values()), "selected": list(at_sel.values())}
+        True, {"opt": list(at_opt.values()), "selected": list(at_sel.values())}
     )
     row = {
         "seed": inst.seeds[r],
