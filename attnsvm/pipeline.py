@@ -176,10 +176,8 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         )
     at_opt = svms[0]
     if why is not None:  # no metric of W: they would be NaN or crash (an SVD of inf)
-        cols = {**opt_svm_columns(cfg, at_opt), "opt": ",".join(map(str, opt))}
-        cols["svm_seconds"] = sum(sol.seconds for sol in at_opt.values())
-        row, tr = diverged_tables(inst.seeds[r], traj.steps, traj, r, Ws, why, cols)
-        return row, pd.DataFrame(tr)
+        cols = opt_svm_columns(cfg, at_opt)
+        return diverged_tables(inst.seeds[r], traj, r, Ws, why, opt, at_opt, cols)
     at_sel = at_opt if same else svms[1]
     unique = {id(s): s for sols in svms if sols for s in sols.values()}
     svm_seconds = sum(s.seconds for s in unique.values())

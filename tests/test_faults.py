@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,7 @@ from attnsvm.divergence import divergence
 from attnsvm.heads import make_head
 from attnsvm.results import JOB, RUNS, TRAJECTORY, find_broken, is_finished, read_job
 from attnsvm.train import train
-from cli_helpers import SMALL, job_dirs, read_job_json, run_cli, sweep_table
+from cli_helpers import REPO, SMALL, job_dirs, read_job_json, run_cli, sweep_table
 
 SIZES = ["dataset.n=3", "dataset.T=4", "dataset.d=5"]
 
@@ -222,18 +223,20 @@ def test_run_job_checks_out_dir_before_training(tmp_path, monkeypatch):
         attnsvm.run_job(attnsvm.compose(SMALL), out_dir=tmp_path / "a_file" / "out")
 
 
+CLI_BAD = [
+    (["dataset=callable", "dataset.target=faulty_userdata.returns_list"], "returned list"),
+    (["dataset=file", "dataset.path={tmp}/empty.npz"], "the file is empty (0 bytes)"),
+    (["optimizer.lr=inf"], "optimizer.lr=inf is invalid: accepted values are finite floats"),
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "overrides,expected",
-    [
-        (["dataset=callable", "dataset.target=faulty_userdata.returns_list"], "returned list"),
-        (["dataset=file", "dataset.path=/dev/null"], "the file is empty (0 bytes)"),
-        (["optimizer.lr=inf"], "optimizer.lr=inf is invalid: accepted values are finite floats"),
-    ],
-    ids=["callable returns a list", "0-byte file", "lr=inf"],
-)
+@pytest.mark.parametrize("overrides,expected", CLI_BAD, ids=["callable list", "0 bytes", "inf"])
 def test_cli_bad_input_is_one_line_and_leaves_no_output_dir(tmp_path, overrides, expected):
-    res = run_cli(*SMALL, *SIZES, *overrides, f"hydra.run.dir={tmp_path}/run", timeout=120)
+    (tmp_path / "empty.npz").write_bytes(b"")
+    overrides = [o.format(tmp=tmp_path) for o in overrides]
+    path = os.pathsep.join([str(REPO), str(REPO / "tests")])  # faulty_userdata importable
+    res = run_cli(*SMALL, *SIZES, *overrides, f"hydra.run.dir={tmp_path}/run", PYTHONPATH=path)
     assert res.returncode != 0
     lines = [line for line in res.stdout.splitlines() if line.strip()]
     assert lines[-1].startswith("attnsvm: invalid config: ") and expected in lines[-1], res.stdout
