@@ -172,6 +172,13 @@ def _require(ok: bool, key: str, accepted: str, value: object) -> None:
         raise ConfigError(f"{key}={value!r} is invalid: accepted values are {accepted}")
 
 
+def _input_checks():
+    """attnsvm.config.input_checks, imported when first used (it imports ConfigError from here)."""
+    from attnsvm.config import input_checks
+
+    return input_checks
+
+
 def _coerce_enums(obj, prefix: str) -> None:
     """Accept an enum field's value by name, as the CLI does (``ParameterizationConfig(
     kind="kq")`` from Python); an unknown name is a ConfigError listing the accepted values."""
@@ -261,6 +268,8 @@ class DatasetConfig:
             _require(
                 value is not None and value >= low, f"dataset.{key}", f"integers >= {low}", value
             )
+        if self.generator == Generator.callable:
+            _input_checks().check_callable_target(self.target, self.kwargs, self.n, self.T, self.d)
         if self.generator == Generator.nexttoken:
             self._check_nexttoken()
         _require(
@@ -445,6 +454,9 @@ class ParameterizationConfig:
         _require(self.m is None or self.m >= 1, "parameterization.m", "null or >= 1", self.m)
         _require(self.init_scale > 0, "parameterization.init_scale", "floats > 0", self.init_scale)
         _require(self.penalty >= 0, "parameterization.penalty", "floats >= 0", self.penalty)
+        _input_checks().check_finite(
+            self, "parameterization", ("init_scale", "cone_scale", "penalty")
+        )
 
 
 @dataclass
@@ -489,6 +501,7 @@ class OptimizerConfig:
             "integers >= 1",
             self.checkpoint_every,
         )
+        _input_checks().check_finite(self, "optimizer", ("lr", "eps"))
 
 
 # built-in SVM norms (attnsvm/svm/norms.py), besides the entrywise lp norms "l<p>"; the Frobenius
@@ -548,6 +561,7 @@ class HeadConfig:
     def __post_init__(self) -> None:
         self.kind = _builtin_or_plugin(self.kind, Head, "head.kind")
         _require(self.lam >= 0, "head.lam", "floats >= 0", self.lam)
+        _input_checks().check_finite(self, "head", ("lam",))
         _require(
             not self.train or self.kind == Head.linear,
             "head.train",
@@ -610,6 +624,7 @@ class RegpathConfig:
             "floats >= 0",
             self.svm_start_noise,
         )
+        _input_checks().check_finite(self, "regpath", ("r_min", "r_max", "lr", "svm_start_noise"))
 
 
 class NexttokenLoss(str, Enum):
@@ -679,6 +694,7 @@ class RunConfig:
         _coerce_enums(self, "")
         _require(self.seeds >= 1, "seeds", "integers >= 1", self.seeds)
         _require(self.seed >= 0, "seed", "integers >= 0", self.seed)
+        _input_checks().check_seed_range(self.seed, self.seeds)
         _require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
         _require(self.threads >= 1, "threads", "integers >= 1", self.threads)
         _require(

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from attnsvm.config import ConfigError
+from attnsvm.config.input_checks import check_data_file, check_scale, real_float64
 from attnsvm.config.plugins import load_object
 
 REQUIRED = ("X", "Y")
@@ -66,6 +67,7 @@ def check_arrays(arrays: dict, source: str) -> tuple[int, int, int, int]:
             raise ConfigError(f"{source}: array {name!r} holds NaN or inf")
     if not np.isin(arrays["Y"], (-1, 1)).all():
         raise ConfigError(f"{source}: array 'Y' must hold labels -1 or +1 only")
+    check_scale(arrays, source)  # products neither overflow nor underflow float64
     return R, n, T, d
 
 
@@ -81,8 +83,10 @@ def _read(path: str, mtime_ns: int) -> tuple[dict, str, tuple]:
     source = f"dataset.path={path}"
     try:
         with np.load(path, allow_pickle=False) as f:
-            arrays = {k: np.asarray(f[k], dtype=np.float64) for k in f.files}
-    except (OSError, ValueError) as exc:
+            arrays = {k: real_float64(f[k], k, source) for k in f.files}
+    except ConfigError:
+        raise
+    except (OSError, ValueError, EOFError) as exc:
         raise ConfigError(f"{source}: not a readable .npz file ({exc})") from None
     arrays = _with_instance_axis(arrays)
     shape = check_arrays(arrays, source)
@@ -92,9 +96,7 @@ def _read(path: str, mtime_ns: int) -> tuple[dict, str, tuple]:
 
 def read_file(path: str) -> tuple[dict, str, tuple[int, int, int, int]]:
     """(arrays with the instance axis, SHA-256 of the file, (R, n, T, d)); cached per version."""
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise ConfigError(f"dataset.path={path}: no such file")
+    p = check_data_file(path)  # exists, not empty, an .npz archive
     return _read(str(p.resolve()), p.stat().st_mtime_ns)
 
 
@@ -113,7 +115,7 @@ def callable_instances(cfg, seeds: list[int]):
     source = f"dataset.target={cfg.target}"
     if not isinstance(out, dict):
         raise ConfigError(f"{source} returned {type(out).__name__}, not a dict of arrays")
-    arrays = {k: np.asarray(_host(v), dtype=np.float64) for k, v in out.items()}
+    arrays = {k: real_float64(_host(v), k, source) for k, v in out.items()}
     R, n, T, d = check_arrays(arrays, source)
     if (R, n, T, d) != (len(seeds), cfg.n, cfg.T, cfg.d):
         raise ConfigError(

@@ -23,8 +23,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnsvm.config import ConfigError
+from attnsvm.config.input_checks import check_writable_dir
 from attnsvm.metrics import CONV_TYPES
 from attnsvm.results import store as results
+from attnsvm.results.integrity import verified
 from attnsvm.results.store import JOB, RUNS, TRAJECTORY, flatten
 
 # short names the pipeline writes next to the dotted config keys they duplicate
@@ -108,7 +111,7 @@ def scan_jobs(sweep_dir: Path) -> pd.DataFrame:
             "error": job.get("error", ""),
             "config": job.get("config", {}),
         }
-        for job_dir, job in results.scan_jobs(sweep_dir)
+        for job_dir, job in map(verified, results.scan_jobs(sweep_dir))  # broken: not used
     ]
     return pd.DataFrame(
         rows, columns=["dir", "config_hash", "status", "started", "seconds", "error", "config"]
@@ -245,7 +248,9 @@ def job_report(sweep: Sweep) -> str:
     for _, job in sweep.failed.iterrows():
         lines.append(f"  FAILED {job.dir} ({job.config_hash}): {job.error}")
     for _, job in sweep.unfinished.iterrows():
-        lines.append(f"  not finished ({job.status}): {job.dir}")
+        lines.append(
+            f"  not finished ({job.status}): {job.dir}" + f"  {job.error}" * bool(job.error)
+        )
     return "\n".join(lines)
 
 
@@ -274,8 +279,12 @@ def save_figure(fig, path: Path, dpi: int = 120) -> None:
 def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: bool = True):
     """Load, summarise and plot a sweep; returns (Sweep, summary frame, written paths)."""
     sweep = load_sweep(sweep_dir)
+    key = "--out" if out is not None else "--out (default SWEEP_DIR/summary)"
     out = Path(out) if out is not None else Path(sweep_dir) / "summary"
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        check_writable_dir(out, key)  # a read-only sweep: one line, before any work
+    except ConfigError as exc:
+        raise AggregateError(str(exc)) from None
     written = []
     if sweep.runs.empty:
         return sweep, pd.DataFrame(), written
@@ -303,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sweep, summary, written = aggregate(args.sweep_dir, args.out, not args.no_figures)
     except AggregateError as exc:
-        print(f"attnsvm.results.aggregate: {exc}", file=sys.stderr)
+        print(f"attnsvm.aggregate: {exc}", file=sys.stderr)
         return 2
     print(job_report(sweep))
     if summary.empty:

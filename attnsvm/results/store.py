@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnsvm.results.integrity import record_files, verify_files
+
 RUNS, TRAJECTORY, JOB = "runs.parquet", "trajectory.parquet", "job.json"
 FINISHED_INDEX = ".finished"  # in a sweep dir: one file per finished config hash
 NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval")
@@ -142,9 +144,10 @@ def read_job(job_dir: Path) -> dict | None:
     path = Path(job_dir) / JOB
     try:
         with open(path) as fh:
-            return json.load(fh)
+            job = json.load(fh)
     except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
         return None
+    return job if isinstance(job, dict) else None  # e.g. `[]`: not a record of ours
 
 
 def scan_jobs(sweep_dir: Path) -> Iterator[tuple[Path, dict]]:
@@ -159,16 +162,18 @@ def scan_jobs(sweep_dir: Path) -> Iterator[tuple[Path, dict]]:
         yield path.parent, job if isinstance(job, dict) else {"status": "unreadable"}
 
 
-def is_finished(job_dir: Path, chash: str) -> bool:
-    """Complete results for this config hash already exist in ``job_dir``."""
+def claims_finished(job_dir: Path, chash: str) -> dict | None:
+    """job.json of ``job_dir`` when it says config ``chash`` finished there (files unchecked)."""
     job = read_job(job_dir)
-    return (
-        job is not None
-        and job.get("config_hash") == chash
-        and job.get("status") == "finished"
-        and (Path(job_dir) / RUNS).exists()
-        and (Path(job_dir) / TRAJECTORY).exists()
-    )
+    ok = job is not None and job.get("config_hash") == chash and job.get("status") == "finished"
+    return job if ok else None
+
+
+def is_finished(job_dir: Path, chash: str) -> bool:
+    """Complete results for this config hash exist in ``job_dir``: job.json says finished and
+    every result file matches what it recorded (``attnsvm.results.integrity``)."""
+    job = claims_finished(job_dir, chash)
+    return job is not None and verify_files(job_dir, job, (RUNS, TRAJECTORY)) is None
 
 
 def mark_finished(sweep_dir: Path, chash: str, job_dir: Path) -> None:
@@ -186,7 +191,7 @@ def mark_finished(sweep_dir: Path, chash: str, job_dir: Path) -> None:
 
 def find_finished(chash: str, job_dir: Path, sweep_dir: Path | None = None) -> Path | None:
     """Where the finished results of config ``chash`` are: ``job_dir`` itself, else the job
-    directory the sweep's index names for this hash (checked, never trusted blindly)."""
+    directory the sweep's index names for this hash (verified, never trusted blindly)."""
     if is_finished(job_dir, chash):
         return Path(job_dir)
     if sweep_dir is None:
@@ -197,6 +202,24 @@ def find_finished(chash: str, job_dir: Path, sweep_dir: Path | None = None) -> P
     except (FileNotFoundError, NotADirectoryError):
         return None
     return target if is_finished(target, chash) else None
+
+
+def find_broken(chash: str, job_dir: Path, sweep_dir: Path | None = None):
+    """(directory, what is wrong) of a job of ``chash`` that says it finished but whose files
+    fail verification: ``job_dir`` itself, else where the sweep's index points; or None."""
+    places = [Path(job_dir)]
+    if sweep_dir is not None:
+        try:
+            marker = Path(sweep_dir) / FINISHED_INDEX / chash
+            places.append(Path(sweep_dir) / marker.read_text().strip())
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+    for place in places:
+        job = claims_finished(place, chash)
+        problem = None if job is None else verify_files(place, job, (RUNS, TRAJECTORY))
+        if problem is not None:
+            return place, problem
+    return None
 
 
 def remove_stale_temps(job_dir: Path) -> list[Path]:
@@ -226,10 +249,14 @@ def write_result(out: Path, job: dict, result) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_table(result.runs, out / RUNS)
     write_table(result.trajectory, out / TRAJECTORY)
+    names = [RUNS, TRAJECTORY]
     for name, table in result.extra.items():  # e.g. paths.parquet, tokens.parquet
         write_table(table, out / f"{name}.parquet")
+        names.append(f"{name}.parquet")
     seed_status = result.runs.status.value_counts().to_dict()
+    files = record_files(out, names)  # what a re-run verifies before it skips this job
     write_json(
-        {**job, "status": "finished", "seconds": result.seconds, "seed_status": seed_status},
+        {**job, "status": "finished", "seconds": result.seconds, "seed_status": seed_status,
+         "files": files},
         out / JOB,
-    )
+    )  # fmt: skip

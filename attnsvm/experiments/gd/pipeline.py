@@ -28,6 +28,7 @@ from attnsvm.runtime import limit_threads
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 from attnsvm.svm.masked import masked_problem, unmask
+from attnsvm.train.divergence import diverged_tables, divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Trajectory, train
 
@@ -166,7 +167,8 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     gamma = inst.gamma[r].cpu().double().numpy()
     opt = inst.opt[r].cpu().numpy()
     Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
-    finite = bool(np.isfinite(Ws).all() and torch.isfinite(traj.loss[:, r]).all())
+    v = None if traj.v is None else traj.v[:, r]
+    why = divergence(traj.steps, loss=traj.loss[:, r], grad_norm=traj.grad_norm[:, r], W=Ws, v=v)
     sel = traj.selected[-1, r].cpu().numpy()
     same = bool(np.array_equal(sel, opt))
     if svms is None:
@@ -175,6 +177,9 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
             None if same else solve_svms(cfg, inst, {r: sel})[r],
         )
     at_opt = svms[0]
+    if why is not None:  # no metric of W: they would be NaN or crash (an SVD of inf)
+        cols = opt_svm_columns(cfg, at_opt)
+        return diverged_tables(inst.seeds[r], traj, r, Ws, why, opt, at_opt, cols)
     at_sel = at_opt if same else svms[1]
     unique = {id(s): s for sols in svms if sols for s in sols.values()}
     svm_seconds = sum(s.seconds for s in unique.values())
@@ -202,7 +207,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         traj.selected[:, r].cpu().numpy(), curves[f"corr_{own}"], start, mcfg.gap_shrink, stalled
     )
     status, reason = seed_status(
-        finite, {"opt": list(at_opt.values()), "selected": list(at_sel.values())}
+        True, {"opt": list(at_opt.values()), "selected": list(at_sel.values())}
     )
     row = {
         "seed": inst.seeds[r],

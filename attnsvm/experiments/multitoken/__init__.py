@@ -37,6 +37,7 @@ from attnsvm.experiments.gd.pipeline import on_cpu
 from attnsvm.results.store import config_hash
 from attnsvm.svm import cvx
 from attnsvm.svm import solve as svm
+from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
 
@@ -226,7 +227,12 @@ def run_batch(cfg: RunConfig, seeds: list[int], analyse_all: bool):
             "grad_norm": float(traj.grad_norm[-1, r]),
             "train_seconds": train_seconds,
         }
-        if analyse_all or (flags["band_ok"] and flags["has_zero"]):
+        why = divergence(
+            traj.steps, loss=traj.loss[:, r], grad_norm=traj.grad_norm[:, r], W=Ws[:, r]
+        )
+        if why is not None:  # before the filters: a NaN softmax passes none of them
+            row, curve = {"seed": seed, **flags, "status": "diverged", "reason": why}, None
+        elif analyse_all or (flags["band_ok"] and flags["has_zero"]):
             row, curve = analyse_seed(cfg, X[r], Z[r], S[r], Ws[:, r], seed)
         else:
             row, curve = {"seed": seed, **flags, "status": "rejected", "accepted": False}, None

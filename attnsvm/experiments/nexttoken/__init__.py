@@ -33,6 +33,7 @@ from attnsvm.experiments.nexttoken.train import problem, train
 from attnsvm.metrics import corr
 from attnsvm.results.store import config_hash, flatten, plain
 from attnsvm.svm import graph as gs
+from attnsvm.train.divergence import divergence
 
 CURVES = ("corr_svm", "corr_svm_fin", "corr_proj", "fin_dist", "scc_mass", "corr_local_svm")
 
@@ -73,8 +74,9 @@ def analyse_seed(cfg: RunConfig, inst, r: int, j: int, traj, scc) -> tuple[dict,
     row = {"ids": ";".join(",".join(map(str, q)) for q in ids)}
     row.update(labels=",".join(map(str, labels)), scc=gs.scc_text(scc, ids[:, -1]))
     row.update(cyclic=gs.is_cyclic(scc, ids[:, -1]), attempts=int(inst.attempts[r]))
-    if not (np.isfinite(Ws).all() and np.isfinite(s).all()):
-        return {**row, "status": "diverged", "reason": "non-finite weights"}, None
+    why = divergence(traj.steps, W=Ws, loss=traj.loss[:, j], grad_norm=traj.grad_norm[:, j])
+    if why is not None or not np.isfinite(s).all():
+        return {**row, "status": "diverged", "reason": why or "non-finite softmax"}, None
     glob = {"fro": _svm(cfg, E, ids, ids == labels[:, None], scc, False)}
     if _nuclear(cfg):
         glob["nuc"] = _svm(cfg, E, ids, ids == labels[:, None], scc, True)
