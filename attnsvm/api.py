@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnsvm.config import CONF_MODULE, RunConfig, check_override_keys, register_configs
+from attnsvm.config.compose import check_override_keys, register_configs
+from attnsvm.config.schema import CONF_MODULE, RunConfig
 
 
 def compose(overrides: list[str] | None = None) -> RunConfig:
@@ -27,7 +28,7 @@ def compose(overrides: list[str] | None = None) -> RunConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
-    from attnsvm.config import to_run_config
+    from attnsvm.config.compose import to_run_config
 
     overrides = list(overrides or [])
     check_override_keys(overrides)
@@ -40,8 +41,9 @@ def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):
     """Run one job (all its seeds) and return its ``JobResult`` (.runs, .trajectory, .extra,
     .config_hash, .seconds). With ``out_dir``, also write runs.parquet, trajectory.parquet and
     job.json there exactly as the CLI does; a list of overrides is composed first."""
-    from attnsvm.config.input_checks import check_callable_output, check_writable_dir
-    from attnsvm.experiments.gd.pipeline import run_job as run_pipeline
+    from attnsvm.config.input_checks import check_writable_dir
+    from attnsvm.data.userdata import check_callable_output
+    from attnsvm.job import run_job as run_pipeline
     from attnsvm.results.store import job_record, write_result
 
     if not isinstance(cfg, RunConfig):

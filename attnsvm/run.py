@@ -22,16 +22,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from attnsvm.config import (
-    CONF_MODULE,
-    ConfigError,
-    check_override_keys,
-    register_configs,
-    to_run_config,
-)
-from attnsvm.config.input_checks import check_callable_output, check_output_dir_overrides
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.config.checks import ConfigError
+from attnsvm.config.compose import check_override_keys, register_configs, to_run_config
+from attnsvm.config.input_checks import check_output_dir_overrides
+from attnsvm.config.schema import CONF_MODULE
+from attnsvm.data.userdata import check_callable_output
 from attnsvm.experiments.gd.summary import summary_text
+from attnsvm.job import run_job
 from attnsvm.progress import Progress
 from attnsvm.results.store import (
     JOB,

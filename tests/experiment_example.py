@@ -9,7 +9,7 @@ import time
 import pandas as pd
 
 from attnsvm.data.generators import make_instances
-from attnsvm.experiments.gd.pipeline import JobResult, config_columns
+from attnsvm.results.contract import JobResult, config_columns
 from attnsvm.results.store import config_hash
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from attnsvm.config import DatasetConfig, OptimizerConfig, RunConfig
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.job import run_job
 from attnsvm.results.aggregate import (
     AggregateError,
     aggregate,

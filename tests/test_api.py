@@ -9,12 +9,7 @@ import pandas as pd
 import pytest
 
 import attnsvm
-from attnsvm.config import (
-    ConfigError,
-    Parameterization,
-    ParameterizationConfig,
-    RunConfig,
-)
+from attnsvm.config import ConfigError, Parameterization, ParameterizationConfig, RunConfig
 from bits import assert_frames_identical
 from cli_helpers import SMALL, run_cli
 
@@ -75,8 +70,10 @@ def test_an_experiment_of_ones_own_runs_like_a_built_in(tmp_path):
     res = attnsvm.run_job(cfg, out_dir=tmp_path / "mine")
     assert set(res.runs.status) == {"ok"} and res.runs.selected_opt_share.between(0, 1).all()
     assert json.loads((tmp_path / "mine" / "job.json").read_text())["status"] == "finished"
-    accepted = "accepted values are gd, multitoken, regpath, nexttoken, or"
+    accepted = "accepted values are gd, multitoken, nexttoken, rankdyn, regpath, or"
     with pytest.raises(ConfigError, match=accepted):
         attnsvm.compose(["experiment=gradient_descent"])
-    with pytest.raises(ConfigError, match="experiment='bits': bits has no run_job or summary"):
+    with pytest.raises(
+        ConfigError, match="experiment='bits' is invalid.*bits has no run_job or summary"
+    ):
         attnsvm.compose(["experiment=bits"])  # a module, but not an experiment

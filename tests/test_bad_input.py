@@ -57,7 +57,10 @@ BAD = [
     (["device=tpu"], ["device", "cpu", "cuda"]),
     (["engine=numba"], ["engine", "auto", "fused", "torch"]),
     (["engine=fused", "dtype=float32"], ["engine=fused", "dtype=float32", "auto, torch"]),
-    (["experiment=gdd"], ["experiment='gdd'", "gd, multitoken, regpath", "run_job"]),
+    (
+        ["experiment=gdd"],
+        ["experiment='gdd'", "gd, multitoken, nexttoken, rankdyn, regpath", "run_job"],
+    ),
     # rules across keys and groups: both keys named, and what to set
     (["head=relu"], ["head=relu needs dataset=relu", "dataset.generator=random"]),
     (["head=relu", "dataset=paths"], ["head=relu", "dataset.generator=paths"]),

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from attnsvm.config import ConfigError, Experiment, Head, register_configs, to_run_config
+from attnsvm.config import ConfigError, Head, register_configs, to_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 register_configs()
@@ -21,7 +21,7 @@ def _compose(overrides):
     [
         (["head=relu", "dataset=relu"], lambda c: c.head.kind is Head.relu),
         (["head=lambda", "dataset=orthonormal", "head.lam=0.3"], lambda c: c.head.lam == 0.3),
-        (["experiment=regpath"], lambda c: c.experiment is Experiment.regpath),
+        (["experiment=regpath"], lambda c: c.experiment == "regpath"),
         (["dataset.attention=sequential", "dataset.causal=true"], lambda c: c.dataset.causal),
         (["parameterization.init=cone"], lambda c: c.parameterization.init.value == "cone"),
     ],

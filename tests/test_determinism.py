@@ -14,7 +14,7 @@ from attnsvm.config import (
     ParameterizationConfig,
     RunConfig,
 )
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.job import run_job
 from bits import assert_frames_identical
 from cli_helpers import timing_columns
 

@@ -21,7 +21,6 @@ from attnsvm.config import (
     Device,
     DType,
     Engine,
-    Experiment,
     Generator,
     Head,
     HeadConfig,
@@ -31,9 +30,10 @@ from attnsvm.config import (
     ParameterizationConfig,
     RunConfig,
 )
+from attnsvm.config.resolve import resolve, train_engine
 from attnsvm.data.generators import make_instances
 from attnsvm.results.store import config_hash
-from attnsvm.train import fused
+from attnsvm.train import fused, kernel
 from attnsvm.train.heads import LambdaHead, LinearHead, ReLUHead
 from attnsvm.train.loop import init_params, train
 from conftest import REPO
@@ -45,7 +45,7 @@ FUSED_KINDS = [Parameterization.w, Parameterization.kq]  # the kernel trains W o
 
 def test_extension_is_built():
     """setup.py builds attnsvm.train._fused at install wherever a C compiler exists (CI has one)."""
-    assert fused.library() is not None, f"rebuild: pip install -e {REPO}"
+    assert kernel.library() is not None, f"rebuild: pip install -e {REPO}"
 
 
 def _both(inst, head, pcfg, ocfg):
@@ -151,12 +151,12 @@ def test_first_step_is_normalized_autograd_gradient(kind):
 
 
 def test_auto_uses_fused_where_it_applies():
-    assert RunConfig().train_engine == Engine.fused
-    assert RunConfig(dtype=DType.float32).train_engine == Engine.torch
+    assert train_engine(RunConfig()) == Engine.fused
+    assert train_engine(RunConfig(dtype=DType.float32)) == Engine.torch
     relu = dict(head=HeadConfig(kind=Head.relu), dataset=DatasetConfig(generator=Generator.relu))
-    assert RunConfig(**relu).train_engine == Engine.fused
-    assert RunConfig(head=HeadConfig(kind=Head["lambda"])).train_engine == Engine.torch
-    assert RunConfig(engine=Engine.torch).train_engine == Engine.torch
+    assert train_engine(RunConfig(**relu)) == Engine.fused
+    assert train_engine(RunConfig(head=HeadConfig(kind=Head["lambda"]))) == Engine.torch
+    assert train_engine(RunConfig(engine=Engine.torch)) == Engine.torch
 
 
 @pytest.mark.parametrize(
@@ -168,7 +168,7 @@ def test_auto_uses_fused_where_it_applies():
 )
 def test_fused_where_it_cannot_run_is_a_clear_error(kw, named):
     with pytest.raises(ConfigError, match=rf"engine=fused.*{named}.*auto, torch"):
-        RunConfig(engine=Engine.fused, **kw)
+        resolve(RunConfig(engine=Engine.fused, **kw))
 
 
 def test_fused_on_cuda_is_refused():
@@ -178,10 +178,12 @@ def test_fused_on_cuda_is_refused():
 
 def test_without_the_extension_auto_falls_back_to_torch(monkeypatch):
     """An install without a C compiler still trains (torch); asking for fused says why not."""
-    monkeypatch.setattr(fused, "_load", lambda: (None, "attnsvm.train._fused was not built (test)"))
-    assert RunConfig().train_engine == Engine.torch
+    monkeypatch.setattr(
+        kernel, "_load", lambda: (None, "attnsvm.train._fused was not built (test)")
+    )
+    assert train_engine(RunConfig()) == Engine.torch
     with pytest.raises(ConfigError, match="attnsvm.train._fused was not built"):
-        RunConfig(engine=Engine.fused)
+        resolve(RunConfig(engine=Engine.fused))
 
 
 def _load(path) -> ctypes.CDLL:
@@ -211,7 +213,7 @@ def test_same_bits_from_every_build(tmp_path):
     baseline x86-64 (SSE2) build give the same bits: exactly rounded lane-wise arithmetic, no
     FMA, the same exp, and lanes that never mix."""
     builds = {"sse2": _plain_sse2_build(tmp_path)}
-    for name in fused.BUILDS:
+    for name in kernel.BUILDS:
         spec = importlib.util.find_spec(name)
         if spec is not None and _load(spec.origin).attnsvm_cpu_supported():
             builds[name] = _load(spec.origin)
@@ -222,7 +224,7 @@ def test_same_bits_from_every_build(tmp_path):
         runs = {}
         for name, lib in builds.items():
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(fused, "library", lambda lib=lib: lib)
+                mp.setattr(kernel, "library", lambda lib=lib: lib)
                 runs[name] = train(inst, LinearHead(inst), pcfg, ocfg, engine=Engine.fused)
         ref = runs.pop("sse2")
         for name, run in runs.items():
@@ -234,7 +236,7 @@ def test_vectorised_exp_within_one_ulp():
     """The kernel's exp against mpmath's correctly rounded one, and its special values."""
     import mpmath
 
-    lib = fused.library()
+    lib = kernel.library()
     rng = np.random.default_rng(0)
     x = np.concatenate(
         [rng.uniform(-745, 709.7, 3000), rng.uniform(-1, 1, 3000), rng.uniform(-40, 0, 3000)]
@@ -272,18 +274,18 @@ def test_relu_head_seed_alone_equals_in_batch(kind):
 def test_build_can_be_forced_by_environment(monkeypatch):
     """$ATTNSVM_FUSED_BUILD names the build (e.g. the portable one on a mixed cluster)."""
     try:
-        monkeypatch.setenv(fused.BUILD_ENV, "attnsvm.train._fused")
-        fused._load.cache_clear()
-        assert fused.describe() == "attnsvm.train._fused, 4 seeds per call"
-        monkeypatch.setenv(fused.BUILD_ENV, "avx9000")
-        fused._load.cache_clear()
+        monkeypatch.setenv(kernel.BUILD_ENV, "attnsvm.train._fused")
+        kernel._load.cache_clear()
+        assert kernel.describe() == "attnsvm.train._fused, 4 seeds per call"
+        monkeypatch.setenv(kernel.BUILD_ENV, "avx9000")
+        kernel._load.cache_clear()
         with pytest.raises(
             ConfigError, match="ATTNSVM_FUSED_BUILD='avx9000'.*attnsvm.train._fused"
         ):
-            RunConfig().train_engine  # noqa: B018  resolved when hashed, before a job runs
+            train_engine(RunConfig())  # noqa: B018  resolved when hashed, before a job runs
     finally:
         monkeypatch.undo()
-        fused._load.cache_clear()
+        kernel._load.cache_clear()
 
 
 def test_job_hash_names_the_engine_that_trains():
@@ -293,14 +295,14 @@ def test_job_hash_names_the_engine_that_trains():
     lam = HeadConfig(kind=Head["lambda"])  # auto -> torch
     assert config_hash(RunConfig(head=lam)) == config_hash(RunConfig(head=lam, engine=Engine.torch))
     no_gd = [RunConfig(train=False, engine=e) for e in (Engine.auto, Engine.torch)]
-    assert {c.train_engine for c in no_gd} == {None}
+    assert {train_engine(c) for c in no_gd} == {None}
     assert len({config_hash(c) for c in no_gd}) == 1
 
 
 def test_regpath_refuses_fused():
     with pytest.raises(ConfigError, match="engine=fused.*experiment=regpath"):
-        RunConfig(experiment=Experiment.regpath, engine=Engine.fused)
-    assert RunConfig(experiment=Experiment.regpath).train_engine == Engine.torch
+        resolve(RunConfig(experiment="regpath", engine=Engine.fused))
+    assert train_engine(RunConfig(experiment="regpath")) == Engine.torch
 
 
 def test_direct_calls_check_the_head_and_dtype():

@@ -18,6 +18,7 @@ from attnsvm.config import (
     ParameterizationConfig,
     SolverConfig,
 )
+from attnsvm.config.resolve import train_engine
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
@@ -205,7 +206,7 @@ def test_bad_geometry_input_fails_at_composition(overrides, words):
 
 def test_new_optimizers_train_with_the_torch_engine():
     cfg = attnsvm.compose(["optimizer=sign", "seeds=1"])
-    assert cfg.train_engine.value == "torch"
+    assert train_engine(cfg).value == "torch"
     with pytest.raises(ConfigError, match="engine=fused cannot run here"):
         attnsvm.compose(["optimizer=adam", "engine=fused"])
     with pytest.raises(ConfigError, match="head.train=true"):

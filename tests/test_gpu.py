@@ -32,13 +32,14 @@ from attnsvm.config import (
     HeadConfig,
     OptimizerConfig,
     ParameterizationConfig,
-    RegpathConfig,
     RunConfig,
 )
+from attnsvm.config.resolve import resolve, train_engine
 from attnsvm.data.generators import make_instances, published_instance
 from attnsvm.data.maxmargin import key_query
-from attnsvm.experiments import regpath
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.experiments.regpath import job as regpath
+from attnsvm.experiments.regpath.config import RegpathConfig
+from attnsvm.job import run_job
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
 
@@ -165,7 +166,10 @@ def test_regularization_path_keeps_every_tensor_on_the_device(kind):
 
 def test_device_cuda_without_cuda_is_a_composition_error(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    for make in (lambda: RunConfig(device="cuda"), lambda: attnsvm.compose(["device=cuda"])):
+    for make in (
+        lambda: resolve(RunConfig(device="cuda")),
+        lambda: attnsvm.compose(["device=cuda"]),
+    ):
         with pytest.raises(ConfigError, match="device='cuda'.*CUDA is not available.*cpu"):
             make()
 
@@ -174,7 +178,7 @@ def test_device_cuda_picks_the_torch_engine_and_refuses_the_fused_one(monkeypatc
     """With CUDA (mocked) ``engine=auto`` trains with torch; ``engine=fused`` names both keys."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     for dtype in ("float64", "float32"):
-        assert RunConfig(device="cuda", dtype=dtype).train_engine == Engine.torch
+        assert train_engine(RunConfig(device="cuda", dtype=dtype)) == Engine.torch
     with pytest.raises(ConfigError, match=r"engine=fused.*device=cuda.*auto, torch"):
         attnsvm.compose(["device=cuda", "engine=fused"])
 

@@ -24,8 +24,9 @@ from attnsvm.config import (
     RunConfig,
     SolverConfig,
 )
+from attnsvm.config.resolve import resolve, train_engine
 from attnsvm.data.generators import make_instances
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.job import run_job
 from attnsvm.results.store import config_hash
 from attnsvm.svm.solve import w_mm_relaxed
 from attnsvm.train.heads import LinearHead
@@ -73,8 +74,8 @@ def test_new_keys_leave_old_hashes_and_change_new_ones():
     base = RunConfig()
     assert config_hash(RunConfig(loss=Loss.logistic)) == config_hash(base)
     assert config_hash(RunConfig(loss=Loss.exponential)) != config_hash(base)
-    assert RunConfig(loss=Loss.exponential).train_engine.value == "torch"
-    assert RunConfig(parameterization=ParameterizationConfig(kind="p")).train_engine.value == (
+    assert train_engine(RunConfig(loss=Loss.exponential)).value == "torch"
+    assert train_engine(RunConfig(parameterization=ParameterizationConfig(kind="p"))).value == (
         "torch"
     )
 
@@ -148,7 +149,7 @@ def test_p_model_rows_do_not_depend_on_batch_size(published_form):
 
 def test_too_many_seeds_for_an_example_fail_at_composition():
     with pytest.raises(ConfigError, match="seed \\+ seeds <= 11"):
-        _example("loss", 12)
+        resolve(_example("loss", 12))
 
 
 @pytest.mark.slow

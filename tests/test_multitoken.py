@@ -6,18 +6,17 @@ import pytest
 
 from attnsvm.config import (
     DatasetConfig,
-    Experiment,
     Generator,
     Head,
     HeadConfig,
-    MultitokenConfig,
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
     RunConfig,
     SolverConfig,
 )
-from attnsvm.experiments.multitoken import (
+from attnsvm.experiments.multitoken.config import MultitokenConfig
+from attnsvm.experiments.multitoken.job import (
     _pairs,
     acceptance_flags,
     fit_R,
@@ -77,7 +76,7 @@ def _multitoken_cfg(d: int, steps: int, every: int, target: int, batch_size: int
         dataset=DatasetConfig(generator=Generator.relu, n=3, T=4, d=d),
         head=HeadConfig(kind=Head.relu),
         optimizer=OptimizerConfig(steps=steps, checkpoint_every=every),
-        experiment=Experiment.multitoken,
+        experiment="multitoken",
         multitoken=MultitokenConfig(target_accepted=target),
         seed=1,
         batch_size=batch_size,

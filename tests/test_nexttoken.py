@@ -17,7 +17,7 @@ import torch
 import attnsvm
 from attnsvm.config import DatasetConfig
 from attnsvm.data.nexttoken import make_nexttoken
-from attnsvm.experiments import nexttoken
+from attnsvm.experiments.nexttoken import job as nexttoken
 from attnsvm.experiments.nexttoken.train import problem, train
 from attnsvm.results.store import config_hash
 from attnsvm.svm import graph as gs

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import attnsvm
-from attnsvm.config import ConfigError, SolverConfig
+from attnsvm.config import ConfigError, RunConfig, SolverConfig
+from attnsvm.config.resolve import resolve
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
@@ -72,7 +73,7 @@ def test_plugin_norm_needs_a_name():
 
 def test_unknown_norm_fails_at_composition_listing_the_built_ins():
     with pytest.raises(ConfigError, match=r"solver.norms='frob'.*accepted values are fro, nuc"):
-        SolverConfig(norms=["frob"])
+        resolve(RunConfig(solver=SolverConfig(norms=["frob"])))
 
 
 def test_a_plugin_norms_columns_are_aggregated(tmp_path):

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from attnsvm.config import Engine, RunConfig
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.job import run_job
 from attnsvm.progress import Progress, duration
-from attnsvm.train import fused
+from attnsvm.train import fused, kernel
 from cli_helpers import SMALL, run_cli, timing_columns
 
 
@@ -86,7 +86,7 @@ def test_duration():
     ]
 
 
-ENGINES = [Engine.torch] + ([Engine.fused] if fused.library() is not None else [])
+ENGINES = [Engine.torch] + ([Engine.fused] if kernel.library() is not None else [])
 
 
 @pytest.mark.parametrize("engine", ENGINES)

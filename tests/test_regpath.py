@@ -3,15 +3,9 @@
 import numpy as np
 import pytest
 
-from attnsvm.config import (
-    DatasetConfig,
-    Experiment,
-    Parameterization,
-    ParameterizationConfig,
-    RegpathConfig,
-    RunConfig,
-)
-from attnsvm.experiments.regpath import run_job
+from attnsvm.config import DatasetConfig, Parameterization, ParameterizationConfig, RunConfig
+from attnsvm.experiments.regpath.config import RegpathConfig
+from attnsvm.experiments.regpath.job import run_job
 
 
 @pytest.mark.parametrize("kind,column", [("w", "corr_fro"), ("kq", "corr_nuc")])
@@ -19,7 +13,7 @@ def test_regpath_direction_approaches_the_svm(kind, column):
     cfg = RunConfig(
         dataset=DatasetConfig(n=2, T=3, d=4),
         parameterization=ParameterizationConfig(kind=Parameterization(kind)),
-        experiment=Experiment.regpath,
+        experiment="regpath",
         regpath=RegpathConfig(r_min=1.0, r_max=300.0, points=5, steps=300),
         seeds=2,
     )

@@ -7,9 +7,9 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info
 
-from attnsvm.config import Experiment, RunConfig
+from attnsvm.config import RunConfig
 from attnsvm.experiments import multitoken, regpath
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.job import run_job
 from attnsvm.runtime import limit_threads, mkl_cnr_mode
 
 
@@ -29,7 +29,7 @@ def test_limit_threads_bounds_torch_and_blas_and_restores():
         torch.set_num_threads(1)
 
 
-@pytest.mark.parametrize("experiment", [Experiment.gd, Experiment.multitoken, Experiment.regpath])
+@pytest.mark.parametrize("experiment", ["gd", "multitoken", "regpath"])
 def test_every_experiment_runs_within_the_threads_limit(monkeypatch, experiment):
     seen = {}
 

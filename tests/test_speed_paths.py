@@ -23,7 +23,7 @@ from attnsvm.config import (
     SolverConfig,
 )
 from attnsvm.data.generators import make_instances
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.job import run_job
 from attnsvm.svm import solve as svm
 from attnsvm.train import batchops
 from attnsvm.train.batchops import sum_last

@@ -15,7 +15,7 @@ from attnsvm.config import (
     RunConfig,
 )
 from attnsvm.data.generators import make_instances, published_instance
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.job import run_job
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.loop import train
 from bits import assert_frames_identical, assert_tensors_identical

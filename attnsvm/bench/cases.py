@@ -31,21 +31,20 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from attnsvm.bench import scale as bench_scale
-from attnsvm.config import (
+from attnsvm.config.enums import Engine, Parameterization
+from attnsvm.config.schema import (
     DatasetConfig,
-    Engine,
     HeadConfig,
-    NexttokenConfig,
     OptimizerConfig,
-    Parameterization,
     ParameterizationConfig,
     RunConfig,
     SolverConfig,
 )
 from attnsvm.data.generators import make_instances
-from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.experiments.nexttoken.config import NexttokenConfig
+from attnsvm.job import run_job
 from attnsvm.svm import solve as svm
-from attnsvm.train import fused
+from attnsvm.train import kernel
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
 
@@ -327,24 +326,24 @@ def _build_worker(steps: int) -> tuple[str, dict]:
         pcfg, ocfg = ParameterizationConfig(kind=kind), OptimizerConfig(steps=steps)
         t = _timed(train, inst, head, pcfg, ocfg, engine=Engine.fused)
         out[kind.value] = 1000 * steps / 2000 / t.cpu
-    return fused.describe(), out
+    return kernel.describe(), out
 
 
 def build_throughput(quick: bool) -> dict:
     """The throughput of every kernel build this CPU runs (AVX-512 and portable, say)."""
     out = {}
-    before = os.environ.get(fused.BUILD_ENV)
-    for name in fused.BUILDS:
-        os.environ[fused.BUILD_ENV] = name
+    before = os.environ.get(kernel.BUILD_ENV)
+    for name in kernel.BUILDS:
+        os.environ[kernel.BUILD_ENV] = name
         try:
             with get_context("spawn").Pool(processes=1) as pool:
                 desc, res = pool.apply(_build_worker, (200 if quick else 500,))
         except Exception as exc:  # not built, or this CPU cannot run it
             desc, res = f"{name}: {type(exc).__name__}", {}
         finally:
-            os.environ.pop(fused.BUILD_ENV)
+            os.environ.pop(kernel.BUILD_ENV)
             if before is not None:
-                os.environ[fused.BUILD_ENV] = before
+                os.environ[kernel.BUILD_ENV] = before
         if res:
             out[desc] = res
     return out
@@ -358,7 +357,7 @@ def multitoken_experiment(quick: bool) -> tuple[float, int]:
     charged per trained seed, not to the estimate."""
     from hydra import compose, initialize_config_dir
 
-    from attnsvm.config import register_configs, to_run_config
+    from attnsvm.config.compose import register_configs, to_run_config
 
     register_configs()
     target, batch = (5, 250) if quick else (25, 250)
@@ -414,7 +413,7 @@ def machine() -> str:
     )
     return (
         f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}, numpy {np.__version__}, "
-        f"fused kernel {fused.describe()}"
+        f"fused kernel {kernel.describe()}"
     )
 
 

@@ -17,7 +17,7 @@ import resource
 import time
 from multiprocessing import get_context
 
-from attnsvm.config import RunConfig
+from attnsvm.config.schema import RunConfig
 
 # (n, T, d), seeds, target wall (s), seeds the old routes are timed on (then scaled)
 TARGETS = [((64, 16, 64), 16, 60.0, 16), ((100, 32, 128), 4, 300.0, 1)]
@@ -33,7 +33,7 @@ def job_config(shape: tuple[int, int, int], seeds: int) -> RunConfig:
 
 def _run(args: tuple) -> dict:
     """One job in this fresh process: wall, CPU, peak RSS, statuses. ``old``: before's routes."""
-    from attnsvm.experiments.gd.pipeline import run_job
+    from attnsvm.job import run_job
     from attnsvm.svm import nuclear_ipm as sdp
 
     shape, seeds, old = args

@@ -2,7 +2,6 @@
 key and what is accepted, when the config is composed (or, for what a user's generator returns,
 before a job directory is written). Pure functions; the config and data modules call them.
 
-    check_finite(opt_cfg, "optimizer", ("lr", "eps"))   # optimizer.lr=inf fails here
     check_data_file("tokens.npy")                       # not an .npz: fails here, one line
 """
 
@@ -10,46 +9,17 @@ from __future__ import annotations
 
 import errno
 import inspect
-import math
 import os
 from pathlib import Path
 
 import numpy as np
 
-from attnsvm.config import ConfigError
+from attnsvm.config.checks import ConfigError, shown  # noqa: F401  (shown: used by data)
 
-SEED_LIMIT = 2**32  # seed + seeds <= this: every seeded stream (torch, numpy) takes the seed
 SCALE_RANGE = (1e-50, 1e50)  # largest |entry| of an instance's array: 0 or within this range
 NPZ_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # an .npz is a zip archive (empty one included)
 NPY_MAGIC = b"\x93NUMPY"
 SAVEZ = "an .npz archive written by np.savez(path, X=X, Y=Y, v=v)"
-
-
-def shown(text: str, width: int = 80) -> str:
-    """``text`` shortened for a one-line message (a 5000-character path is not read)."""
-    if len(text) <= width:
-        return text
-    return f"{text[: width // 2]}...{text[-width // 4 :]} ({len(text)} characters)"
-
-
-def check_finite(obj, prefix: str, keys: tuple[str, ...]) -> None:
-    """Float keys that must be finite: inf or NaN can only give non-finite training."""
-    for key in keys:
-        value = getattr(obj, key)
-        if not math.isfinite(float(value)):
-            raise ConfigError(
-                f"{prefix}.{key}={value!r} is invalid: accepted values are finite floats "
-                f"(a non-finite {key} makes every step non-finite)"
-            )
-
-
-def check_seed_range(seed: int, seeds: int) -> None:
-    """Seeds seed .. seed + seeds - 1 must fit the random streams that are seeded with them."""
-    if seed + seeds > SEED_LIMIT:
-        raise ConfigError(
-            f"seed={shown(str(seed), 40)} with seeds={shown(str(seeds), 40)} is invalid: "
-            f"accepted values are seed + seeds <= 2**32 = {SEED_LIMIT}"
-        )
 
 
 def check_data_file(path: str) -> Path:
@@ -130,26 +100,6 @@ def check_callable_target(target: str, kwargs: dict, n, T, d) -> None:
             f"dataset.target={target!r} cannot be called as make(seeds, n, T, d, "
             f"**dataset.kwargs) ({exc}); accepted: a function with that signature returning "
             "a dict of arrays X, Y, v (attnsvm/data/userdata.py)"
-        ) from None
-
-
-def check_callable_output(run) -> None:
-    """What ``dataset=callable``'s generator returns for the first two seeds, checked before a
-    job directory is written: a wrong return is a one-line error, not a failed job."""
-    ds = run.dataset
-    if getattr(ds.generator, "value", ds.generator) != "callable":
-        return
-    from attnsvm.data.userdata import callable_instances
-
-    seeds = run.seed_list[:2]
-    try:
-        callable_instances(ds, seeds)
-    except ConfigError:
-        raise
-    except Exception as exc:  # the user's code: whatever it raises is reported in one line
-        raise ConfigError(
-            f"dataset.target={ds.target!r} raised {type(exc).__name__} for seeds {seeds}: "
-            f"{shown(str(exc), 200)}"
         ) from None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from attnsvm.config import ConfigError
+from attnsvm.config.checks import ConfigError
 
 
 def load_object(path: str, key: str) -> Any:

@@ -21,6 +21,7 @@ from functools import cache
 import numpy as np
 import torch
 
+from attnsvm.config.checks import ConfigError, require
 from attnsvm.svm.solve import least_distance_dual
 
 PATCHES = (2, 4)  # patch sides that tile the 8x8 image into more than one token
@@ -79,3 +80,31 @@ def digits_instances(cfg, seeds: list[int]):
         Z = Z / np.maximum(np.linalg.norm(Z, axis=-1, keepdims=True), 1e-12)
         out.append((X, Y, Z, pooled_head(X, Y)))
     return tuple(torch.tensor(np.stack([o[k] for o in out]), dtype=torch.float32) for k in range(4))
+
+
+def resolve_dataset(ds) -> dict:
+    """T, d from the patch size; the classes and n checked against the data."""
+    c = ds.classes
+    require(
+        len(c) == 2 and c[0] != c[1] and all(0 <= x <= 9 for x in c),
+        "dataset.classes",
+        "two different digits in 0-9, e.g. [0, 1]",
+        c,
+    )
+    require(ds.patch in PATCHES, "dataset.patch", "2 or 4 (8 / patch tokens a side)", ds.patch)
+    T, d = (8 // ds.patch) ** 2, ds.patch**2 + 2 * ds.positions
+    for key, value in (("T", T), ("d", d)):
+        if getattr(ds, key) not in (None, value):
+            raise ConfigError(
+                f"dataset.{key}={getattr(ds, key)} but dataset.patch={ds.patch} "
+                f"(positions={ds.positions}) gives {key}={value}: set dataset.{key}="
+                f"{value} or null"
+            )
+    have = available(c)
+    require(
+        ds.n is not None and 1 <= ds.n <= have,
+        "dataset.n",
+        f"1..{have}, the images of digits {c[0]} and {c[1]}",
+        ds.n,
+    )
+    return {"T": T, "d": d}

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from attnsvm.config import PATHS_T, Attention, DatasetConfig, Generator
+from attnsvm.config.enums import Attention, Generator
+from attnsvm.config.schema import PATHS_T, DatasetConfig
 from attnsvm.data.digits import digits_instances
 from attnsvm.data.maxmargin import maxmargin_instances
 from attnsvm.data.userdata import callable_instances, file_instances

@@ -27,7 +27,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from attnsvm.config import DatasetConfig, Embedding, Graphs
+from attnsvm.config.enums import Embedding, Graphs
+from attnsvm.config.schema import DatasetConfig
 from attnsvm.svm.graph import is_cyclic, scc_table
 
 PUBLISHED_SEED = 1  # torch.manual_seed(1) in both notebooks

@@ -30,8 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-from attnsvm.config import ConfigError
-from attnsvm.config.input_checks import check_data_file, check_scale, real_float64
+from attnsvm.config.checks import ConfigError
+from attnsvm.config.input_checks import (
+    check_callable_target,
+    check_data_file,
+    check_scale,
+    real_float64,
+    shown,
+)
 from attnsvm.config.plugins import load_object
 
 REQUIRED = ("X", "Y")
@@ -140,3 +146,48 @@ def _tensors(arrays: dict, query_index: int):
     d = X.shape[-1]
     v = t["v"] if "v" in t else torch.full((X.shape[0], d), d**-0.5, dtype=X.dtype)
     return (X, t["Y"], Z, v, t["V"]) if "V" in t else (X, t["Y"], Z, v)
+
+
+def _fill_shape(ds, shape: dict, source: str) -> dict:
+    """n, T, d taken from the data where null, else checked against it."""
+    out = {}
+    for key, value in shape.items():
+        mine = getattr(ds, key)
+        if mine is not None and mine != value:
+            raise ConfigError(
+                f"dataset.{key}={mine} but {source} has {key}={value}: set dataset.{key}="
+                f"{value} or null"
+            )
+        out[key] = value
+    return out
+
+
+def resolve_dataset(ds) -> dict:
+    """file: n, T, d from the file (null) or checked against it; sha256 filled in or checked.
+    callable: the target imported and its signature checked."""
+    if ds.generator.value == "callable":
+        check_callable_target(ds.target, ds.kwargs, ds.n, ds.T, ds.d)
+        return {}
+    _, digest, (_, *shape) = read_file(ds.path)
+    out = _fill_shape(ds, dict(zip(("n", "T", "d"), shape, strict=True)), f"dataset.path={ds.path}")
+    if ds.sha256 not in (None, digest):
+        raise ConfigError(f"dataset.sha256={ds.sha256} pins another file: {ds.path} has {digest}")
+    return {**out, "sha256": digest}
+
+
+def check_callable_output(run) -> None:
+    """What ``dataset=callable``'s generator returns for the first two seeds, checked before a
+    job directory is written: a wrong return is a one-line error, not a failed job."""
+    ds = run.dataset
+    if getattr(ds.generator, "value", ds.generator) != "callable":
+        return
+    seeds = run.seed_list[:2]
+    try:
+        callable_instances(ds, seeds)
+    except ConfigError:
+        raise
+    except Exception as exc:  # the user's code: whatever it raises is reported in one line
+        raise ConfigError(
+            f"dataset.target={ds.target!r} raised {type(exc).__name__} for seeds {seeds}: "
+            f"{shown(str(exc), 200)}"
+        ) from None

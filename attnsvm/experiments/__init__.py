@@ -1,40 +1,141 @@
-"""What a job runs: ``experiment=NAME``, a built-in by name or your own by module path.
+"""What a job runs: ``experiment=NAME``, a package of attnsvm/experiments/ or your own module.
 
-An experiment is a module with two functions:
+The registry knows no experiment by name: the built-ins are the packages in this folder, found
+when first asked for, and your own is any importable module (``experiment=mylab.my_exp``).
+Both are the same kind of entry, a module that declares what it is and what it needs:
 
-    run_job(cfg: RunConfig, progress=None) -> pipeline.JobResult   # all seeds of one job
-    summary_text(runs: pd.DataFrame, seconds: float) -> str         # printed after the run
+    NAME = "icl"                     # optional for your own (its import path names it)
+    Config = IclConfig               # optional: its config group (a dataclass), key CONFIG_GROUP
+    CONFIG_GROUP = "icl"             #   (default: NAME)
+    def run_job(run, progress=None) -> JobResult      # all seeds of one job
+    def summary_text(runs, seconds) -> str            # printed after the run
+    def figures(runs, trajectory, out_dir) -> list    # optional: what aggregate draws
+    def check(run) -> None           # optional: rules across groups, raising ConfigError
+    READS = {"head.train", ...}      # optional: core options beyond the common ones it reads
+    DATASETS = ("nexttoken",)        # optional: data sets only it reads
+    FUSED_UNFIT = "why"              # optional: why its training cannot use the fused kernel
+    HASH_NEUTRAL = True              # its group enters the job hash only when not default
 
-Everything around it is the framework's, the same for built-ins and plug-ins: composition and
-validation, thread limits (``pipeline.run_job``), the job hash, the result contract and resume
-(``attnsvm/run.py``), sweeps and aggregation. Your own, without editing attnsvm:
-
-    python -m attnsvm.run experiment=mylab.my_experiment seeds=4
+Everything around it is the core's, the same for built-ins and plug-ins: composition and
+validation, thread limits, the job hash, the result contract and resume, sweeps, aggregation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import pkgutil
+from functools import cache
 from types import ModuleType
 
-from attnsvm.config import ConfigError, Experiment
+from attnsvm.config.checks import ConfigError
 
-# built-in name -> its module: attnsvm.<name> (the Experiment enum is the one list of them)
-BUILTIN = {e.value: f"attnsvm.experiments.{e.value}" for e in Experiment}
 PROTOCOL = ("run_job", "summary_text")
+# options of the core groups that only some experiments read: a non-default value elsewhere is
+# refused at composition (key -> its default, as the resolved config holds it)
+OPTIONAL_READS = {  # key -> the values that mean "not used"
+    "head.train": (False,),
+    "optimizer.gradient": ("exact",),
+    "loss": ("logistic",),
+    "solver.norms": (["fro"], ["fro", "nuc"]),
+    "parameterization.p": (False,),  # the p-model (parameterization=p)
+}
 
 
-def module_of(name: str, key: str = "experiment") -> ModuleType:
-    """The module of experiment ``name``; a ConfigError names what is wrong with it."""
-    name = getattr(name, "value", name)  # the Experiment enum or a plain string
-    path = BUILTIN.get(name, name)
+@cache
+def builtin_names() -> tuple[str, ...]:
+    """The packages of this folder, in a fixed order: the groups that always enter the job hash
+    first (as before the house move), then the others; alphabetical within each."""
+    names = [m.name for m in pkgutil.iter_modules(__path__) if m.ispkg]
+    return tuple(sorted(names, key=lambda n: (hash_neutral(entry(n)), n)))
+
+
+def _builtin() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg)
+
+
+def _import(path: str, key: str) -> ModuleType:
     try:
-        module = importlib.import_module(path)
+        return importlib.import_module(path)
     except ImportError as exc:
         raise ConfigError(
-            f"{key}={name!r}: importing {path!r} (a module with {' and '.join(PROTOCOL)}): {exc}"
+            f"{key}={path!r} is invalid: accepted values are {', '.join(_builtin())}, or the "
+            f"import path of your own module with {' and '.join(PROTOCOL)} ({exc})"
         ) from None
+
+
+@cache
+def entry(name: str, key: str = "experiment") -> ModuleType:
+    """The module of experiment ``name``; a ConfigError names what is wrong with it."""
+    name = getattr(name, "value", name)
+    builtin = _builtin()
+    module = _import(f"{__name__}.{name}" if name in builtin else name, key)
     missing = [f for f in PROTOCOL if not callable(getattr(module, f, None))]
     if missing:
-        raise ConfigError(f"{key}={name!r}: {path} has no {' or '.join(missing)}")
+        accepted = ", ".join(builtin)
+        raise ConfigError(
+            f"{key}={name!r} is invalid: accepted values are {accepted}, or the import path of "
+            f"your own module with {' and '.join(PROTOCOL)} ({module.__name__} has no "
+            f"{' or '.join(missing)})"
+        )
     return module
+
+
+module_of = entry  # the name before the house move
+
+
+def name_of(module: ModuleType) -> str:
+    return getattr(module, "NAME", module.__name__)
+
+
+def group_of(module: ModuleType) -> str | None:
+    """The key of the experiment's config group, or None when it has none."""
+    if getattr(module, "Config", None) is None:
+        return None
+    return getattr(module, "CONFIG_GROUP", name_of(module))
+
+
+def hash_neutral(module: ModuleType) -> bool:
+    return bool(getattr(module, "HASH_NEUTRAL", True))
+
+
+def reads(module: ModuleType) -> set[str]:
+    """Options of OPTIONAL_READS the experiment reads ("*": all of them)."""
+    got = set(getattr(module, "READS", ()))
+    return set(OPTIONAL_READS) if "*" in got else got
+
+
+def config_groups() -> dict[str, type]:
+    """group key -> Config dataclass of every built-in experiment that has one."""
+    mods = [entry(n) for n in builtin_names()]
+    return {group_of(m): m.Config for m in mods if group_of(m) is not None}
+
+
+def dataset_owners() -> dict[str, str]:
+    """data set -> the built-in experiment that alone reads it."""
+    return {d: name_of(m) for m in map(entry, builtin_names()) for d in getattr(m, "DATASETS", ())}
+
+
+@cache
+def run_config_class() -> type:
+    """``RunConfig``: the core schema (attnsvm/config/schema.py) with every built-in
+    experiment's config group as a field, so ``RunConfig(regpath=RegpathConfig(points=5))``
+    and ``regpath.points=5`` both work."""
+    from attnsvm.config.schema import RunConfig as CoreRunConfig
+
+    groups = [(g, c, dataclasses.field(default_factory=c)) for g, c in config_groups().items()]
+    return dataclasses.make_dataclass(
+        "RunConfig",
+        groups,
+        bases=(CoreRunConfig,),
+        namespace={"__module__": "attnsvm.config", "__doc__": CoreRunConfig.__doc__},
+    )
+
+
+def with_groups(run):
+    """``run`` as a ``run_config_class()`` instance (every experiment's group at its default
+    where ``run`` has none)."""
+    cls = run_config_class()
+    if isinstance(run, cls):
+        return run
+    return cls(**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)})

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnsvm.config import ConfigError
+from attnsvm.config.checks import ConfigError
 from attnsvm.config.input_checks import check_writable_dir
 from attnsvm.metrics import CONV_TYPES
 from attnsvm.results import store as results

@@ -15,7 +15,8 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from attnsvm.config import ConfigError, to_run_config
+from attnsvm.config.checks import ConfigError
+from attnsvm.config.compose import to_run_config
 from attnsvm.results.store import config_hash, find_finished, read_job, scan_jobs
 
 RUN, RERUN, SKIP, INVALID = "run", "rerun", "skip", "invalid"

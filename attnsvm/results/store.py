@@ -13,103 +13,25 @@ launcher gives it this time:
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import os
 import time
 import uuid
 from collections.abc import Iterator
-from enum import Enum
 from pathlib import Path
 
 import pandas as pd
 
+from attnsvm.config.identity import (  # noqa: F401  (re-exported: the contract's identity)
+    NON_RESULT_KEYS,
+    config_hash,
+    flatten,
+    plain,
+)
 from attnsvm.results.integrity import record_files, verify_files
 
 RUNS, TRAJECTORY, JOB = "runs.parquet", "trajectory.parquet", "job.json"
 FINISHED_INDEX = ".finished"  # in a sweep dir: one file per finished config hash
-NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval")
-
-
-def plain(obj):
-    """Dataclasses and enums as JSON-ready dicts and strings."""
-    if dataclasses.is_dataclass(obj):
-        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Enum):
-        return obj.value
-    if isinstance(obj, dict):
-        return {k: plain(v) for k, v in obj.items()}
-    return obj
-
-
-def flatten(d: dict, prefix: str = "") -> dict:
-    """{"a": {"b": 1}} -> {"a.b": 1}."""
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        out.update(flatten(v, key + ".") if isinstance(v, dict) else {key: v})
-    return out
-
-
-# Keys added after results were first written: at these defaults they change no number, so
-# they stay out of the hash and earlier sweeps keep their identities (resume, skip).
-HASH_NEUTRAL_DEFAULTS = {
-    "dataset": {
-        "path": None,
-        "sha256": None,
-        "target": None,
-        "kwargs": {},
-        "K": None,
-        "embedding": "random",
-        "rho": 0.5,
-        "draws": "per_seed",
-        "notebook": "global",
-        "graphs": "cyclic",
-        "ids": None,
-        "labels": None,
-        "example": None,
-        "classes": [0, 1],
-        "patch": 4,
-        "positions": False,
-    },
-    "parameterization": {"key_query": None},
-    "head": {"kwargs": {}, "train": False},
-    "optimizer": {
-        "kwargs": {},
-        "p": 2.0,
-        "normalize": True,
-        "betas": [0.9, 0.999],
-        "gradient": "exact",
-    },
-    "solver": {"norms": ["fro", "nuc"]},
-    "metrics": {"window": 0.5, "gap_shrink": 0.1},
-    "": {"loss": "logistic"},  # run-level keys
-}
-
-# Config groups added later: at their defaults the whole group stays out of the hash.
-HASH_NEUTRAL_GROUPS = ("nexttoken",)
-
-
-def config_hash(cfg) -> str:
-    """Stable 16-hex-digit identity of a run config (results-relevant keys only).
-
-    ``engine`` enters as the engine that trains (``auto`` resolved), so results of the fused
-    and the torch engine never share a hash, and ``auto`` and the engine it picks do."""
-    d = plain(cfg)
-    for k in NON_RESULT_KEYS:
-        d.pop(k, None)
-    for group, defaults in HASH_NEUTRAL_DEFAULTS.items():
-        for k, default in defaults.items():
-            where = d if group == "" else d.get(group)
-            if where is not None and where.get(k, default) == default:
-                where.pop(k, None)
-    for group in HASH_NEUTRAL_GROUPS:
-        if group in d and d[group] == plain(type(getattr(cfg, group))()):
-            d.pop(group)
-    if "engine" in d:
-        d["engine"] = plain(cfg.train_engine)
-    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _atomic(path: Path, write) -> None:

@@ -19,7 +19,8 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import linprog
 
-from attnsvm.config import Backend, SolverConfig
+from attnsvm.config.enums import Backend
+from attnsvm.config.schema import SolverConfig
 
 OPTIMAL, INFEASIBLE, INACCURATE, SOLVER_ERROR = (
     "optimal",

@@ -28,7 +28,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from attnsvm.config import SolverConfig
+from attnsvm.config.schema import SolverConfig
 from attnsvm.svm import cvx
 from attnsvm.svm import solve as svm
 

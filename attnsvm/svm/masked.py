@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnsvm.config import SolverConfig
+from attnsvm.config.schema import SolverConfig
 from attnsvm.svm import solve as svm
 
 

@@ -22,8 +22,10 @@ import time
 import cvxpy as cp
 import numpy as np
 
-from attnsvm.config import Backend, ConfigError, SolverConfig, lp_exponent
+from attnsvm.config.checks import ConfigError
+from attnsvm.config.enums import Backend
 from attnsvm.config.plugins import load_object
+from attnsvm.config.schema import SolverConfig, lp_exponent
 from attnsvm.svm import cvx
 from attnsvm.svm import solve as svm
 

@@ -25,7 +25,8 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import nnls
 
-from attnsvm.config import Backend, FroMethod, SolverConfig
+from attnsvm.config.enums import Backend, FroMethod
+from attnsvm.config.schema import SolverConfig
 from attnsvm.svm import cvx, lcp
 from attnsvm.svm.cvx import INACCURATE, INFEASIBLE, OPTIMAL, SOLVER_ERROR
 from attnsvm.svm.nuclear_ipm import LARGE_M, nuclear_svm_batch

@@ -104,8 +104,7 @@ def _ptrs(*tensors: torch.Tensor) -> list[int]:
 
 @functools.cache
 def _kernel():
-    """The fused C build (None without one); imported late: attnsvm.train.fused imports this
-    module."""
-    from attnsvm.train.fused import library
+    """The fused C build (None without one), loaded on first use."""
+    from attnsvm.train.kernel import library
 
     return library()

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnsvm.config import Parameterization, RunConfig
+from attnsvm.config.enums import Parameterization
+from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances
 from attnsvm.svm import solve as svm
 from attnsvm.svm.masked import w_mm_masked

@@ -17,90 +17,32 @@ the batch size or thread count; the torch engine agrees to rounding error (tests
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 
 import numpy as np
 import torch
 
-from attnsvm.config import (
-    ConfigError,
+from attnsvm.config.checks import ConfigError
+from attnsvm.config.enums import (
     Device,
     DType,
     Engine,
-    Experiment,
     Gradient,
     Head,
     Loss,
     Optimizer,
-    OptimizerConfig,
     Parameterization,
-    ParameterizationConfig,
 )
+from attnsvm.config.schema import OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import Instances
-from attnsvm.train.loop import Params, Trajectory, checkpoint_steps, init_params
-
-_P, _I, _D, _I64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_int64
-_ARGTYPES = [_I] * 5 + [_P] * 8 + [_I, _D, _I, _D, _D, _I64, _P, _I] + [_P] * 7
-
-
-BUILDS = (
-    "attnsvm.train._fused_v4",
-    "attnsvm.train._fused",
-)  # 8 lanes for AVX-512 CPUs; 4 lanes, any CPU
-BUILD_ENV = "ATTNSVM_FUSED_BUILD"  # names the one build to use (benchmarks, mixed clusters)
-
+from attnsvm.train import kernel
+from attnsvm.train.kernel import _ARGTYPES, BUILD_ENV, BUILDS, describe  # noqa: F401
+from attnsvm.train.state import Params, Trajectory, checkpoint_steps, init_params
 
 FIRST_CALL_STEPS = 32  # with a progress reporter: the first kernel call, which times the kernel
 CALL_SECONDS = 0.5  # ... and the length of the later ones
-
-ABI = 3  # attnsvm_abi() of a build that matches _ARGTYPES; a stale build is not used
-
-
-@cache
-def _load() -> tuple[ctypes.CDLL | None, str]:
-    """(the kernel build to use, or None; why none)."""
-    names = BUILDS
-    forced = os.environ.get(BUILD_ENV)
-    if forced:
-        if forced not in BUILDS:
-            raise ConfigError(f"{BUILD_ENV}={forced!r}: accepted values {', '.join(BUILDS)}")
-        names = (forced,)
-    why = "the C extension attnsvm.train._fused was not built (no C compiler at install)"
-    for name in names:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            continue
-        lib = ctypes.CDLL(spec.origin)
-        if not hasattr(lib, "attnsvm_abi") or lib.attnsvm_abi() != ABI:
-            why = f"{name} is a stale build: reinstall (pip install -e .) to rebuild it"
-        elif not lib.attnsvm_cpu_supported():
-            why = f"{name} needs a CPU with AVX-512 (x86-64-v4)"
-        else:
-            lib.attnsvm_train_group.argtypes = _ARGTYPES
-            lib.attnsvm_train_group.restype = _I
-            lib.attnsvm_seq_matmul.argtypes = [_I64] * 4 + [_P] * 3
-            lib.attnsvm_seq_matmul.restype = None
-            lib.name = name
-            return lib, ""
-    return None, why
-
-
-def library() -> ctypes.CDLL | None:
-    """The first kernel build this CPU runs (setup.py builds both from attnsvm/train/_fused.c), or
-    None when there is none (no C compiler at install). $ATTNSVM_FUSED_BUILD restricts the
-    choice to one build (same numbers, other speed)."""
-    return _load()[0]
-
-
-def describe() -> str:
-    """Which kernel build trains, for reports: e.g. 'attnsvm.train._fused_v4, 8 seeds per call'."""
-    lib = library()
-    return _load()[1] if lib is None else f"{lib.name}, {lib.attnsvm_lanes()} seeds per call"
 
 
 def resolve_engine(
@@ -108,7 +50,7 @@ def resolve_engine(
     device: Device,
     dtype: DType,
     head: Head,
-    experiment: Experiment = Experiment.gd,
+    experiment_unfit: str | None = None,
     trains: bool = True,
     optimizer: Optimizer | str = Optimizer.ngd,
     train_head: bool = False,
@@ -128,8 +70,7 @@ def resolve_engine(
     if engine == Engine.torch:
         return Engine.torch
     unfit = [  # (what does not fit the fused kernel, why)
-        (experiment == Experiment.regpath, "experiment=regpath (its projected GD runs in torch)"),
-        (experiment == Experiment.nexttoken, "experiment=nexttoken (its losses train in torch)"),
+        (experiment_unfit is not None, experiment_unfit),  # the experiment's own reason
         (device != Device.cpu, f"device={getattr(device, 'value', device)} (it needs cpu)"),
         (dtype != DType.float64, f"dtype={getattr(dtype, 'value', dtype)} (it needs float64)"),
         (
@@ -150,8 +91,8 @@ def resolve_engine(
         ),
     ]
     why = [reason for broken, reason in unfit if broken]
-    if not why and library() is None:
-        why.append(_load()[1])
+    if not why and kernel.library() is None:
+        why.append(kernel._load()[1])
     if engine == Engine.fused and why:
         raise ConfigError(
             f"engine=fused cannot run here: {'; '.join(why)}. Accepted values of engine for "
@@ -175,9 +116,9 @@ def _seed_first(a: np.ndarray, R: int) -> np.ndarray:
 
 def _kernel_for(inst: Instances, head) -> ctypes.CDLL:
     """The kernel build, once it is clear that it can train this batch with this head."""
-    lib = library()
+    lib = kernel.library()
     if lib is None:
-        raise RuntimeError(f"engine=fused: {_load()[1]}")
+        raise RuntimeError(f"engine=fused: {kernel._load()[1]}")
     if not hasattr(head, "fused_values"):
         name = type(head).__name__
         raise ValueError(f"engine=fused trains linear and ReLU heads (fused_values), not {name}")

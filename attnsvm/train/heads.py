@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from attnsvm.config import Head, HeadConfig
+from attnsvm.config.enums import Head
 from attnsvm.config.plugins import load_object
+from attnsvm.config.schema import HeadConfig
 from attnsvm.data.generators import Instances
 from attnsvm.train.batchops import dot_last, matmul, sum_last
 

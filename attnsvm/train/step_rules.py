@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import torch
 
-from attnsvm.config import Optimizer, OptimizerConfig
+from attnsvm.config.enums import Optimizer
 from attnsvm.config.plugins import load_object
+from attnsvm.config.schema import OptimizerConfig
 from attnsvm.train.batchops import matmul, sum_last
 
 

@@ -193,7 +193,7 @@ class RayLauncher(Launcher):
         return ret
 
     def _record_lost(self, overrides: list[str], num: int, error: str, **extra) -> JobReturn:
-        from attnsvm.config import ConfigError
+        from attnsvm.config.checks import ConfigError
         from attnsvm.run import record_lost_job
 
         assert self.hydra_context is not None and self.config is not None

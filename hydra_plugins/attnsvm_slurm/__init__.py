@@ -140,7 +140,7 @@ if submitit_launcher is not None:
             return self._record_lost(overrides, num, job.job_id, state)
 
         def _record_lost(self, overrides: list[str], num: int, job_id: str, state: str):
-            from attnsvm.config import ConfigError
+            from attnsvm.config.checks import ConfigError
             from attnsvm.run import record_lost_job
 
             assert self.hydra_context is not None and self.config is not None

@@ -1,7 +1,28 @@
-"""``experiment=gd``: gradient descent against the attention SVMs, the paper's pipeline
-(pipeline.py trains and analyses, summary.py summarises)."""
+"""``experiment=gd``: gradient descent against the attention SVMs, the paper's pipeline, and its
+follow-ups on the same data flow (the p-model and joint head training, step rules and their
+SVM norms). pipeline.py trains and analyses, limits.py names each seed's limit object,
+summary.py summarises, figures.py draws what fits the sweep.
+"""
 
-from attnsvm.experiments.gd.pipeline import run_gd_job as run_job
-from attnsvm.experiments.gd.summary import gd_summary_text as summary_text
+from __future__ import annotations
 
-__all__ = ["run_job", "summary_text"]
+NAME = "gd"
+READS = ("*",)  # every optional core option: head.train, optimizer.gradient, loss, norms, p
+
+
+def run_job(run, progress=None):
+    from attnsvm.experiments.gd.pipeline import run_job as run_gd
+
+    return run_gd(run, progress)
+
+
+def summary_text(runs, seconds: float) -> str:
+    from attnsvm.experiments.gd.summary import gd_summary_text
+
+    return gd_summary_text(runs, seconds)
+
+
+def figures(runs, trajectory, out_dir):
+    from attnsvm.experiments.gd.figures import figures as draw
+
+    return draw(runs, trajectory, out_dir)

@@ -2,7 +2,7 @@
 
 Plain functions over a validated RunConfig; Hydra is only in run.py.
 
-    from attnsvm.config import RunConfig
+    from attnsvm.config.schema import RunConfig
     result = run_job(RunConfig(seeds=4))
     result.runs        # one row per seed
     result.trajectory  # one row per seed x checkpoint
@@ -10,71 +10,28 @@ Plain functions over a validated RunConfig; Hydra is only in run.py.
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import torch
 
 from attnsvm import metrics
-from attnsvm.config import Generator, Init, Optimizer, Parameterization, RunConfig
+from attnsvm.config.enums import Generator, Init, Optimizer, Parameterization
+from attnsvm.config.identity import config_hash
+from attnsvm.config.resolve import train_engine
+from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
 from attnsvm.progress import Progress, reporter
-from attnsvm.results.store import HASH_NEUTRAL_GROUPS, config_hash, flatten, plain
-from attnsvm.runtime import limit_threads
+from attnsvm.results.contract import JobResult, config_columns
+from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 from attnsvm.svm.masked import masked_problem, unmask
 from attnsvm.train.divergence import diverged_tables, divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Trajectory, train
-
-
-@dataclass
-class JobResult:
-    runs: pd.DataFrame
-    trajectory: pd.DataFrame
-    config_hash: str
-    seconds: float
-    extra: dict[str, pd.DataFrame] = field(default_factory=dict)  # file name -> table
-
-
-def config_columns(cfg: RunConfig) -> dict:
-    """Columns every row carries: short names for the main axes plus every dotted config key."""
-    tree = plain(cfg)
-    for group in HASH_NEUTRAL_GROUPS:  # an experiment's own group: its columns only when used
-        if tree.get(group) == plain(type(getattr(cfg, group))()):
-            tree.pop(group)
-    flat = flatten(tree)
-    for k in ("seeds", "seed", "threads", "batch_size", "progress_interval"):
-        flat.pop(k)
-    flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}
-    flat["loss_function"] = flat.pop("loss")  # the run key `loss`; column "loss" is its value
-    short = {
-        "n": cfg.dataset.n,
-        "T": cfg.dataset.T,
-        "d": cfg.dataset.d,
-        "attention": cfg.dataset.attention.value,
-        "parameterization": cfg.parameterization.kind.value,
-        "head": plain(cfg.head.kind),  # a built-in name or your head's import path
-        "optimizer": plain(cfg.optimizer.kind),
-        "train_engine": plain(cfg.train_engine) or "none",  # auto resolved; none: no GD
-    }
-    return {**short, **flat}
-
-
-def on_cpu(obj):
-    """``obj`` (Instances, Trajectory) with every tensor on the CPU: one copy per tensor after
-    training on a GPU, not one per seed in the analysis; a no-op on the CPU."""
-    moved = {
-        f.name: value.cpu()
-        for f in dataclasses.fields(obj)
-        if isinstance(value := getattr(obj, f.name), torch.Tensor)
-    }
-    return dataclasses.replace(obj, **moved)
 
 
 def _mask(inst: Instances, r: int):
@@ -380,7 +337,7 @@ def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, 
         report.start_training(cfg.optimizer.steps)
     traj = train(
         inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params,
-        engine=cfg.train_engine, threads=cfg.threads, train_head=cfg.head.train, loss=cfg.loss,
+        engine=train_engine(cfg), threads=cfg.threads, train_head=cfg.head.train, loss=cfg.loss,
         on_steps=None if report is None else report.trained,
     )  # fmt: skip
     traj, inst = on_cpu(traj), on_cpu(inst)  # SVMs and metrics run on the CPU, in float64
@@ -410,15 +367,6 @@ def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, 
 
 
 def run_job(cfg: RunConfig, progress=None) -> JobResult:
-    """Run ``cfg.experiment`` (attnsvm/experiments.py: a built-in or your own module) on all
-    seeds of ``cfg``, under ``cfg.threads`` (torch and the BLAS pools numpy/scipy use)."""
-    from attnsvm.experiments import module_of
-
-    with limit_threads(cfg.threads):
-        return module_of(cfg.experiment).run_job(cfg, progress)
-
-
-def run_gd_job(cfg: RunConfig, progress=None) -> JobResult:
     """experiment=gd: all seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the
     config columns. ``progress(done, total)`` after each batch; a ``Progress`` also hears of
     training steps, SVMs and metrics as they go (attnsvm/progress.py)."""

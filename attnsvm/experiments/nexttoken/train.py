@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnsvm.config import NexttokenLoss, Optimizer, OptimizerConfig, Parameterization
+from attnsvm.config.enums import Optimizer, Parameterization
+from attnsvm.config.schema import OptimizerConfig
+from attnsvm.experiments.nexttoken.config import NexttokenLoss
 from attnsvm.train import batchops
 
 

@@ -16,13 +16,36 @@ docs/rankdyn.md says what was found.
 from __future__ import annotations
 
 from .config import Config, Param, Rule
-from .figures import figures
-from .job import run_job
 from .stages import Stages, detect_stages, effective_rank
-from .summary import summary_table, summary_text
 
 NAME = "rankdyn"
 CONFIG_GROUP = "rankdyn"
+FUSED_UNFIT = "its own batched loop records K Q^T at log-spaced checkpoints"
+
+
+def run_job(run, progress=None):
+    from .job import run_job as run_rankdyn
+
+    return run_rankdyn(run, progress)
+
+
+def summary_text(runs, seconds: float) -> str:
+    from .summary import summary_text as text
+
+    return text(runs, seconds)
+
+
+def summary_table(runs):
+    from .summary import summary_table as table
+
+    return table(runs)
+
+
+def figures(runs, trajectory, out_dir):
+    from .figures import figures as draw
+
+    return draw(runs, trajectory, out_dir)
+
 
 __all__ = [
     "CONFIG_GROUP",

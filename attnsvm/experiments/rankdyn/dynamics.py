@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnsvm.config import OptimizerConfig
+from attnsvm.config.schema import OptimizerConfig
 from attnsvm.data.generators import Instances
 from attnsvm.train.batchops import matmul, sum_last
 from attnsvm.train.loop import INIT_SEED_OFFSET, frob, loss_and_grad_w

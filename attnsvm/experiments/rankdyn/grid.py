@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnsvm.config import SolverConfig
+from attnsvm.config.schema import SolverConfig
 from attnsvm.runtime import limit_threads
 
 from .config import Config

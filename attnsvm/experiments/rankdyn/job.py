@@ -16,9 +16,11 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics
-from attnsvm.config import DatasetConfig
+from attnsvm.config.schema import DatasetConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
-from attnsvm.experiments.gd.pipeline import JobResult, on_cpu, seed_status
+from attnsvm.experiments.gd.pipeline import seed_status
+from attnsvm.results.contract import JobResult
+from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
 from attnsvm.train.heads import LinearHead
 

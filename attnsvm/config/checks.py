@@ -1,0 +1,77 @@
+"""The checks every config group uses: one error type and one message form (key=value, and
+what is accepted). A leaf: imports nothing of attnsvm.
+
+    require(lr > 0, "optimizer.lr", "floats > 0", lr)  # ConfigError: optimizer.lr=0 is invalid
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from dataclasses import fields
+from enum import Enum
+
+SEED_LIMIT = 2**32  # seed + seeds <= this: every seeded stream (torch, numpy) takes the seed
+
+
+class ConfigError(ValueError):
+    """A config value out of its accepted range; the message names the key."""
+
+
+def plain_name(value) -> str:
+    """An enum member's value, or the string itself (a plug-in's path)."""
+    return getattr(value, "value", value)
+
+
+def require(ok: bool, key: str, accepted: str, value: object) -> None:
+    """The one form of a range error: key=value, and what is accepted."""
+    if not ok:
+        raise ConfigError(f"{key}={value!r} is invalid: accepted values are {accepted}")
+
+
+def check_finite(obj, prefix: str, keys: tuple[str, ...]) -> None:
+    """Float keys that must be finite: inf or NaN can only give non-finite training."""
+    for key in keys:
+        value = getattr(obj, key)
+        if not math.isfinite(float(value)):
+            raise ConfigError(
+                f"{prefix}.{key}={value!r} is invalid: accepted values are finite floats "
+                f"(a non-finite {key} makes every step non-finite)"
+            )
+
+
+def shown(text: str, width: int = 80) -> str:
+    """``text`` shortened for a one-line message (a 5000-character path is not read)."""
+    if len(text) <= width:
+        return text
+    return f"{text[: width // 2]}...{text[-width // 4 :]} ({len(text)} characters)"
+
+
+def check_seed_range(seed: int, seeds: int) -> None:
+    """Seeds seed .. seed + seeds - 1 must fit the random streams that are seeded with them."""
+    if seed + seeds > SEED_LIMIT:
+        raise ConfigError(
+            f"seed={shown(str(seed), 40)} with seeds={shown(str(seeds), 40)} is invalid: "
+            f"accepted values are seed + seeds <= 2**32 = {SEED_LIMIT}"
+        )
+
+
+def coerce_enums(obj, prefix: str) -> None:
+    """Accept an enum field's value by name, as the CLI does (``ParameterizationConfig(
+    kind="kq")`` from Python); an unknown name is a ConfigError listing the accepted values."""
+    hints = typing.get_type_hints(type(obj))
+    for f in fields(obj):
+        kind = hints[f.name]
+        value = getattr(obj, f.name)
+        if isinstance(kind, type) and issubclass(kind, Enum) and not isinstance(value, kind):
+            accepted = [e.value for e in kind]
+            key = f"{prefix}.{f.name}" if prefix else f.name
+            require(value in accepted, key, ", ".join(accepted), value)
+            setattr(obj, f.name, kind(value))
+
+
+def builtin_or_path(value, builtin: type[Enum]):
+    """A built-in's name becomes its enum member; anything else stays a string, the import
+    path of a plug-in (resolution imports and checks it: attnsvm/config/resolve.py)."""
+    value = getattr(value, "value", value)
+    return builtin(value) if value in {e.value for e in builtin} else value

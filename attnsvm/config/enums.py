@@ -1,0 +1,140 @@
+"""The choices of the run configuration, as enums: Hydra and the dataclasses list their values in
+every error (``solver.backend=CLARABELL`` fails at composition naming IPM, CLARABEL, SCS).
+
+A leaf: imports nothing of attnsvm. Which experiments exist is not an enum: each is a package
+under attnsvm/experiments/ (or your own module), found by the registry.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Generator(str, Enum):
+    random = "random"  # published generator, PAPER.md §2
+    relu = "relu"  # published ReLU-head generator (V, then X, Y, Z)
+    paths = "paths"  # hand-placed 2-D clusters of the path pictures
+    orthonormal = "orthonormal"  # orthonormal tokens, Y = +1 (the lambda-head experiment)
+    file = "file"  # your instances from an .npz (dataset.path; attnsvm/data/userdata.py)
+    callable = "callable"  # your generator function (dataset.target, dataset.kwargs)
+    joint2d = "joint2d"  # the 2-D joint-training example of lp mirror descent (FOLLOWUPS §3)
+    nexttoken = "nexttoken"  # next-token prediction: vocabulary, sequences of ids, labels
+    maxmargin = "maxmargin"  # the published examples of max-margin token selection (FOLLOWUPS §1)
+    digits = "digits"  # scikit-learn's 8x8 digits as patch tokens (attnsvm/data/digits.py)
+
+
+class Embedding(str, Enum):
+    """Vocabulary embeddings of dataset=nexttoken (FOLLOWUPS.md §2)."""
+
+    random = "random"  # Gaussian rows, normalized (published)
+    orthonormal = "orthonormal"  # K <= d orthonormal rows
+    equicorr = "equicorr"  # unit rows with pairwise correlation dataset.rho (K + 1 <= d)
+
+
+class Draws(str, Enum):
+    per_seed = "per_seed"  # seed s: its own generator seeded s (batch-invariant)
+    published = "published"  # the notebooks' global generator seeded once with 1
+
+
+# "global" is a keyword, so the enum is built from a mapping (as Head); the global notebook
+# draws two nn.Linear inits per instance (W(0), the finite part's), the local one a third
+Notebook = Enum("Notebook", {"global": "global", "local": "local"}, type=str)
+Notebook.__doc__ = "Published notebook whose draw stream dataset.draws=published follows."
+
+
+class Graphs(str, Enum):
+    """Which drawn instances dataset=nexttoken keeps; the others are redrawn."""
+
+    cyclic = "cyclic"  # some token-priority graph has a cycle (published)
+    acyclic = "acyclic"  # no graph has a cycle (no equalities, no finite part)
+    any = "any"  # keep every draw
+
+
+class Attention(str, Enum):
+    cross = "cross"
+    self = "self"
+    sequential = "sequential"  # every token is a query (optionally causal), PAPER.md §5
+
+
+class Parameterization(str, Enum):
+    w = "w"
+    kq = "kq"
+    p = "p"  # one vector p per seed, logits x~_it^T p with x~ = M x (FOLLOWUPS.md §1)
+
+
+class Loss(str, Enum):
+    """l(u) of the loss (1/n) sum_i l(Y_i f_i)."""
+
+    logistic = "logistic"  # log(1 + e^-u), the paper's
+    exponential = "exponential"  # e^-u
+    correlation = "correlation"  # -u (the published loss comparison, FOLLOWUPS.md §1)
+
+
+class Init(str, Enum):
+    torch = "torch"  # nn.Linear's default: U(-1/sqrt(d), 1/sqrt(d)), as the published notebooks
+    zeros = "zeros"
+    normal = "normal"  # init_scale * N(0, 1)
+    cone = "cone"  # c * W^mm_alpha / ||W^mm_alpha|| + noise, alpha locally optimal, not global
+    published = "published"  # dataset=maxmargin: seed s starts from the example's s-th init
+
+
+class Optimizer(str, Enum):
+    """Step rules (attnsvm/train/step_rules.py); each is steepest descent in a geometry whose
+    SVM norm
+    it is conjectured (or proven) to pick (FOLLOWUPS.md §3)."""
+
+    ngd = "ngd"  # the paper's normalized GD: W <- W - lr * g / (||g|| + eps)
+    gd = "gd"
+    md = "md"  # lp mirror descent, potential ||W||_p^p / p (optimizer.p, optimizer.normalize)
+    sign = "sign"  # normalized sign descent W <- W - lr sign(g): the l_inf geometry
+    adam = "adam"  # torch.optim.Adam's update (optimizer.betas, optimizer.eps)
+    spectral = "spectral"  # W <- W - lr U V^T for g = U S V^T: the spectral-norm geometry
+    polyak = "polyak"  # GD with the Polyak step lr * L(W) / ||g||^2
+
+
+class Gradient(str, Enum):
+    """How the training gradient is formed (PAPER.md §6.1)."""
+
+    exact = "exact"  # hand-written, softmax-weighted differences: accurate after saturation
+    autograd = "autograd"  # the published notebooks' form (torch.softmax, autograd): loses the
+    # masked tokens to cancellation once the softmax saturates; in float32 it is then exactly 0
+
+
+W_ONLY_OPTIMIZERS = (Optimizer.md, Optimizer.polyak)  # defined for one matrix W (as published)
+
+
+class Backend(str, Enum):
+    """Who solves the nuclear-norm SDP; CLARABEL and SCS go through one cvxpy model each."""
+
+    IPM = "IPM"  # attnsvm's batched interior point (sdp.py); Clarabel decides its rare stalls
+    CLARABEL = "CLARABEL"
+    SCS = "SCS"
+
+
+class FroMethod(str, Enum):
+    nnls = "nnls"  # exact dual (Lawson-Hanson least-distance programming)
+    cvxpy = "cvxpy"  # the plain model, for cross-checks
+
+
+# "lambda" is a keyword, so the enum is built from a mapping; Head["lambda"] is the lambda head
+Head = Enum("Head", {"linear": "linear", "relu": "relu", "lambda": "lambda"}, type=str)
+Head.__doc__ = "Prediction heads of PAPER.md §1: linear, ReLU, lambda (selects a token mixture)."
+
+
+class Device(str, Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Engine(str, Enum):
+    """What trains: the fused C kernel (linear or ReLU head, float64, CPU), torch, or auto (fused
+    where it applies). The two agree to rounding error, so the engine is part of the job hash."""
+
+    auto = "auto"
+    fused = "fused"
+    torch = "torch"
+
+
+class DType(str, Enum):
+    float64 = "float64"
+    float32 = "float32"

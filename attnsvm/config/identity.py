@@ -1,0 +1,107 @@
+"""Job identity: the hash of the resolved run, less the keys that cannot change a number.
+
+The hash is what lets a sweep resume: a job whose hash has finished results is skipped. So keys
+added after results were first written enter it only away from their defaults, and an
+experiment's own config group (declared ``HASH_NEUTRAL`` in its package) only when it is not at
+its defaults: sweep directories written before a key existed keep their identities.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from enum import Enum
+
+from attnsvm.config.resolve import resolve, train_engine
+from attnsvm.experiments import builtin_names, entry, group_of, hash_neutral
+
+NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval")
+
+
+def plain(obj):
+    """Dataclasses and enums as JSON-ready dicts and strings."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    return obj
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1}."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(flatten(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out
+
+
+# Keys added after results were first written: at these defaults they change no number, so
+# they stay out of the hash and earlier sweeps keep their identities (resume, skip).
+HASH_NEUTRAL_DEFAULTS = {
+    "dataset": {
+        "path": None,
+        "sha256": None,
+        "target": None,
+        "kwargs": {},
+        "K": None,
+        "embedding": "random",
+        "rho": 0.5,
+        "draws": "per_seed",
+        "notebook": "global",
+        "graphs": "cyclic",
+        "ids": None,
+        "labels": None,
+        "example": None,
+        "classes": [0, 1],
+        "patch": 4,
+        "positions": False,
+    },
+    "parameterization": {"key_query": None},
+    "head": {"kwargs": {}, "train": False},
+    "optimizer": {
+        "kwargs": {},
+        "p": 2.0,
+        "normalize": True,
+        "betas": [0.9, 0.999],
+        "gradient": "exact",
+    },
+    "solver": {"norms": ["fro", "nuc"]},
+    "metrics": {"window": 0.5, "gap_shrink": 0.1},
+    "": {"loss": "logistic"},  # run-level keys
+}
+
+
+def config_hash(cfg) -> str:
+    """Stable 16-hex-digit identity of a run config (results-relevant keys only).
+
+    ``engine`` enters as the engine that trains (``auto`` resolved), so results of the fused
+    and the torch engine never share a hash, and ``auto`` and the engine it picks do."""
+    cfg = resolve(cfg)
+    d = plain(cfg)
+    for k in NON_RESULT_KEYS:
+        d.pop(k, None)
+    for group, defaults in HASH_NEUTRAL_DEFAULTS.items():
+        for k, default in defaults.items():
+            where = d if group == "" else d.get(group)
+            if where is not None and where.get(k, default) == default:
+                where.pop(k, None)
+    for group in neutral_groups(cfg):  # an experiment's group, at its defaults
+        d.pop(group)
+    if "engine" in d:
+        d["engine"] = plain(train_engine(cfg))
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def neutral_groups(run) -> list[str]:
+    """The hash-neutral experiment groups of ``run`` that are at their defaults."""
+    out = []
+    for module in map(entry, builtin_names()):
+        group = group_of(module)
+        if group is not None and hash_neutral(module):
+            if plain(getattr(run, group)) == plain(module.Config()):
+                out.append(group)
+    return out
