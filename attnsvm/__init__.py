@@ -10,12 +10,16 @@ os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 
 __version__ = "0.1.0"
 
-__all__ = ["compose", "run_job", "load_sweep"]
+__all__ = ["compose", "run_job", "load_sweep", "sql"]
 
 
 def __getattr__(name: str):
     """The Python API (attnsvm/api.py), imported on first use: ``import attnsvm`` stays light
     and sets MKL's mode before torch is loaded."""
+    if name == "sql":
+        from attnsvm.results.query import sql
+
+        return sql
     if name in __all__:
         from attnsvm import api
 

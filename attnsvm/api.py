@@ -40,11 +40,15 @@ def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):
     """Run one job (all its seeds) and return its ``JobResult`` (.runs, .trajectory, .extra,
     .config_hash, .seconds). With ``out_dir``, also write runs.parquet, trajectory.parquet and
     job.json there exactly as the CLI does; a list of overrides is composed first."""
-    from attnsvm.pipeline import run_job as run_pipeline
-    from attnsvm.results import job_record, write_result
+    from attnsvm.config.input_checks import check_callable_output, check_writable_dir
+    from attnsvm.experiments.gd.pipeline import run_job as run_pipeline
+    from attnsvm.results.store import job_record, write_result
 
     if not isinstance(cfg, RunConfig):
         cfg = compose(cfg)
+    check_callable_output(cfg)  # as the CLI: a generator's wrong return fails before any work
+    if out_dir is not None:
+        check_writable_dir(out_dir, "out_dir")  # before training, not after
     job = job_record(cfg) if out_dir is not None else None
     result = run_pipeline(cfg)
     if out_dir is not None:
@@ -55,6 +59,6 @@ def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):
 def load_sweep(sweep_dir: str | Path):
     """What the aggregator sees of a sweep directory: a ``Sweep`` with .runs (every seed's
     row, swept keys as columns), .trajectory, .summary (one row per config point), .jobs."""
-    from attnsvm.aggregate import load_sweep as load
+    from attnsvm.results.aggregate import load_sweep as load
 
     return load(sweep_dir)

@@ -29,14 +29,16 @@ from attnsvm.config import (
     register_configs,
     to_run_config,
 )
-from attnsvm.pipeline import run_job
+from attnsvm.config.input_checks import check_callable_output, check_output_dir_overrides
+from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.experiments.gd.summary import summary_text
 from attnsvm.progress import Progress
-from attnsvm.summary import summary_text
-from attnsvm.results import (
+from attnsvm.results.store import (
     JOB,
     RUNS,
     TRAJECTORY,
     config_hash,
+    find_broken,
     find_finished,
     job_record,
     mark_finished,
@@ -72,6 +74,18 @@ def claim_job_dir(out: Path, chash: str) -> Path:
     return alt
 
 
+def _recompute_broken(out: Path, broken: tuple[Path, str] | None) -> Path:
+    """A job whose job.json says finished but whose files fail verification is recomputed in
+    its own directory (``out``'s fresh directory is dropped), and the log says why."""
+    if broken is None:
+        return out
+    place, problem = broken
+    log.warning("results in %s fail verification (%s): recomputing the job there", place, problem)
+    if place != out:
+        _discard_output_dir(out)
+    return place
+
+
 def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None = None) -> str:
     """Run one job into ``out``; returns its final status. A failure is recorded in job.json.
 
@@ -81,6 +95,7 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     try:
         run = to_run_config(cfg)
         chash = config_hash(run)  # resolves engine=auto: a bad $ATTNSVM_FUSED_BUILD fails here
+        check_callable_output(run)  # a user's generator's return, before job.json is written
     except ConfigError as exc:
         _discard_output_dir(out)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
@@ -90,6 +105,7 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
             _discard_output_dir(out)
         log.info("job %s already finished in %s: skipped", chash, done)
         return "skipped"
+    out = _recompute_broken(out, find_broken(chash, out, sweep_dir))
     out = claim_job_dir(out, chash)
     for tmp in remove_stale_temps(out):
         log.info("removed %s, left by a killed run", tmp)
@@ -145,6 +161,7 @@ def cli() -> None:
     """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra."""
     try:
         check_override_keys(sys.argv[1:])
+        check_output_dir_overrides(sys.argv[1:])  # before Hydra fails to create them
     except ConfigError as exc:
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     main()

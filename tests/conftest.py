@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnsvm.config import DatasetConfig
-from attnsvm.data import make_instances
+from attnsvm.data.generators import make_instances
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"

@@ -8,11 +8,11 @@ import time
 
 import pandas as pd
 
-from attnsvm.data import make_instances
-from attnsvm.heads import make_head
-from attnsvm.pipeline import JobResult, config_columns
-from attnsvm.results import config_hash
-from attnsvm.train import train
+from attnsvm.data.generators import make_instances
+from attnsvm.experiments.gd.pipeline import JobResult, config_columns
+from attnsvm.results.store import config_hash
+from attnsvm.train.heads import make_head
+from attnsvm.train.loop import train
 
 
 def run_job(cfg, progress=None):

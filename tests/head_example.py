@@ -8,8 +8,8 @@ grad phi(xbar) = (1 - f_i^2) v, so e_it = (1 - f_i^2) v^T x_it and the centred v
 
 import torch
 
-from attnsvm.batchops import dot_last
-from attnsvm.heads import LinearHead
+from attnsvm.train.batchops import dot_last
+from attnsvm.train.heads import LinearHead
 
 
 class TanhHead:

@@ -6,7 +6,8 @@ python -m attnsvm.run solver.norms=[fro,nuc,norm_example.make] seeds=4
 import cvxpy as cp
 import numpy as np
 
-from attnsvm import cvx, svm
+from attnsvm.svm import cvx
+from attnsvm.svm import solve as svm
 
 
 class EntrywiseL1:

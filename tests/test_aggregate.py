@@ -12,7 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnsvm.aggregate import (
+from attnsvm.config import DatasetConfig, OptimizerConfig, RunConfig
+from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.results.aggregate import (
     AggregateError,
     aggregate,
     load_sweep,
@@ -20,9 +22,7 @@ from attnsvm.aggregate import (
     newest_finished,
     summarize,
 )
-from attnsvm.config import DatasetConfig, OptimizerConfig, RunConfig
-from attnsvm.pipeline import run_job
-from attnsvm.results import JOB, RUNS, TRAJECTORY, plain, write_json, write_table
+from attnsvm.results.store import JOB, RUNS, TRAJECTORY, plain, write_json, write_table
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -179,7 +179,7 @@ def test_tiny_multirun_with_joblib_then_aggregate(tmp_path):
     assert "Joblib" in run.stdout + run.stderr  # the parallel launcher ran the jobs
     out = tmp_path / "out"
     agg = subprocess.run(
-        [sys.executable, "-m", "attnsvm.aggregate", str(sweep), "--out", str(out)],
+        [sys.executable, "-m", "attnsvm.results.aggregate", str(sweep), "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -216,7 +216,7 @@ def test_convergence_counts_are_blank_where_the_classification_does_not_apply():
 def test_curves_use_gd_trajectories_only_and_d_ticks_are_the_run_values():
     from types import SimpleNamespace
 
-    from attnsvm.figures import convergence_figure, gd_trajectory
+    from attnsvm.figures.common import convergence_figure, gd_trajectory
 
     runs = _runs(seed=[0, 0], experiment=["gd", "regpath"], config_hash=["g", "r"])
     traj = pd.DataFrame({"config_hash": ["g", "g", "r"], "step": [0, 10, 0]})
@@ -229,7 +229,7 @@ def test_curves_use_gd_trajectories_only_and_d_ticks_are_the_run_values():
 
 
 def test_figure_commands_write_to_the_summary_folder(tmp_path):
-    from attnsvm.aggregate import figure_cli
+    from attnsvm.results.aggregate import figure_cli
 
     sweep, out = figure_cli("doc", [str(tmp_path)])
     assert out == tmp_path / "summary" and out.is_dir()

@@ -127,6 +127,17 @@ BAD = [
     (["dataset=digits", "dataset.n=400"], ["dataset.n=400", "1..360", "digits 0 and 1"]),
     (["dataset=digits", "dataset.patch=3"], ["dataset.patch", "2 or 4"]),
     (["dataset=digits", "dataset.T=8"], ["dataset.T=8", "gives T=4"]),
+    # faults and extreme inputs (issue 22; files and generators: tests/test_faults.py)
+    (["optimizer.lr=inf"], ["optimizer.lr=inf", "finite floats"]),
+    (["optimizer.eps=inf"], ["optimizer.eps=inf", "finite floats"]),
+    (["parameterization.init_scale=inf"], ["parameterization.init_scale", "finite floats"]),
+    (["experiment=regpath", "regpath.lr=inf"], ["regpath.lr=inf", "finite floats"]),
+    (["seed=" + "9" * 400], ["seed=999", "(400 characters)", "seed + seeds <= 2**32"]),
+    (["dataset=callable", "dataset.target=faulty_userdata.nothing"], ["cannot be imported"]),
+    (
+        ["dataset=callable", "dataset.target=faulty_userdata.no_arguments"],
+        ["dataset.target=", "cannot be called as make(seeds, n, T, d, **dataset.kwargs)"],
+    ),
 ]
 if not torch.cuda.is_available():
     BAD.append((["device=cuda"], ["device", "cpu (no CUDA device here)"]))

@@ -10,7 +10,7 @@ from attnsvm.config import (
     RunConfig,
     SolverConfig,
 )
-from attnsvm.pipeline import run_job
+from attnsvm.experiments.gd.pipeline import run_job
 
 
 def test_cone_init_converges_to_the_local_svm():

@@ -126,7 +126,7 @@ def test_validating_a_config_loads_neither_torch_nor_the_c_kernel():
 
     code = (
         "import sys; from attnsvm.config import RunConfig; RunConfig(); "
-        "print(sorted(m for m in ('torch', 'attnsvm.fused', 'cvxpy') if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'attnsvm.train.fused', 'cvxpy') if m in sys.modules))"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert res.stdout.strip() == "[]", res.stdout + res.stderr

@@ -10,9 +10,9 @@ import pytest
 
 from attnsvm import metrics
 from attnsvm.config import ConfigError, MetricsConfig, RunConfig
-from attnsvm.pipeline import run_job
-from attnsvm.summary import summary_text
-from attnsvm.results import config_hash
+from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.experiments.gd.summary import summary_text
+from attnsvm.results.store import config_hash
 
 DELTA, EPS = 1e-3, 1e-2
 

@@ -1,5 +1,5 @@
 """Same config and seed -> bit-identical rows, whatever the batch size or the seeds batched
-with it, through the whole job (data, GD, SVMs, metrics; attnsvm/batchops.py makes the tensor
+with it, through the whole job (data, GD, SVMs, metrics; attnsvm/train/batchops.py makes the tensor
 code batch-invariant). Launchers and worker counts: tests/test_launchers.py."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from attnsvm.config import (
     ParameterizationConfig,
     RunConfig,
 )
-from attnsvm.pipeline import run_job
+from attnsvm.experiments.gd.pipeline import run_job
 from bits import assert_frames_identical
 from cli_helpers import timing_columns
 

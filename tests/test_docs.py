@@ -17,8 +17,8 @@ import sys
 import pytest
 import torch
 
-from attnsvm import publish
-from attnsvm.bench import README_MARKERS, readme_table
+from attnsvm.bench.cases import README_MARKERS, readme_table
+from attnsvm.results import publish
 from cli_helpers import run_cli
 from conftest import REPO
 
@@ -85,7 +85,7 @@ def test_the_headline_rows_follow_the_result_files(tmp_path):
 
 
 def _fake_sweep(root, name, jobs, status="finished"):
-    """A sweep directory as ``attnsvm.run -m`` and ``attnsvm.aggregate`` leave it: one
+    """A sweep directory as ``attnsvm.run -m`` and ``attnsvm.results.aggregate`` leave it: one
     job.json per job (started, seconds, seed_status) and summary/*.csv."""
     sweep = root / name
     for i, (started, seconds, seeds) in enumerate(jobs):

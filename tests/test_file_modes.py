@@ -9,7 +9,7 @@ import stat
 import pandas as pd
 import pytest
 
-from attnsvm.results import write_json, write_table
+from attnsvm.results.store import write_json, write_table
 from cli_helpers import SMALL, run_cli
 
 

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import torch
 
-from attnsvm import fused
 from attnsvm.config import (
     ConfigError,
     DatasetConfig,
@@ -32,10 +31,11 @@ from attnsvm.config import (
     ParameterizationConfig,
     RunConfig,
 )
-from attnsvm.data import make_instances
-from attnsvm.heads import LambdaHead, LinearHead, ReLUHead
-from attnsvm.results import config_hash
-from attnsvm.train import init_params, train
+from attnsvm.data.generators import make_instances
+from attnsvm.results.store import config_hash
+from attnsvm.train import fused
+from attnsvm.train.heads import LambdaHead, LinearHead, ReLUHead
+from attnsvm.train.loop import init_params, train
 from conftest import REPO
 
 FIELDS = ("W", "loss", "grad_norm", "softmax_max", "softmax_min_max", "final_softmax")
@@ -44,7 +44,7 @@ FUSED_KINDS = [Parameterization.w, Parameterization.kq]  # the kernel trains W o
 
 
 def test_extension_is_built():
-    """setup.py builds attnsvm._fused at install wherever a C compiler exists (CI has one)."""
+    """setup.py builds attnsvm.train._fused at install wherever a C compiler exists (CI has one)."""
     assert fused.library() is not None, f"rebuild: pip install -e {REPO}"
 
 
@@ -178,9 +178,9 @@ def test_fused_on_cuda_is_refused():
 
 def test_without_the_extension_auto_falls_back_to_torch(monkeypatch):
     """An install without a C compiler still trains (torch); asking for fused says why not."""
-    monkeypatch.setattr(fused, "_load", lambda: (None, "attnsvm._fused was not built (test)"))
+    monkeypatch.setattr(fused, "_load", lambda: (None, "attnsvm.train._fused was not built (test)"))
     assert RunConfig().train_engine == Engine.torch
-    with pytest.raises(ConfigError, match="attnsvm._fused was not built"):
+    with pytest.raises(ConfigError, match="attnsvm.train._fused was not built"):
         RunConfig(engine=Engine.fused)
 
 
@@ -191,7 +191,7 @@ def _load(path) -> ctypes.CDLL:
 
 
 def _plain_sse2_build(tmp_path) -> ctypes.CDLL:
-    """attnsvm/_fused.c built with setup.py's flags for baseline x86-64, one plain version."""
+    """attnsvm/train/_fused.c built with setup.py's flags for baseline x86-64, one plain version."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if platform.machine() != "x86_64" or cc is None:
         pytest.skip("needs an x86-64 C compiler")
@@ -199,7 +199,7 @@ def _plain_sse2_build(tmp_path) -> ctypes.CDLL:
     subprocess.run(
         [cc, "-O3", "-std=gnu11", "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi",
          "-DISA_TARGET=", "-march=x86-64", "-shared", "-fPIC",
-         f"-I{sysconfig.get_paths()['include']}", str(REPO / "attnsvm" / "_fused.c"),
+         f"-I{sysconfig.get_paths()['include']}", str(REPO / "attnsvm" / "train" / "_fused.c"),
          "-o", str(lib_path)],
         check=True,
     )  # fmt: skip
@@ -272,12 +272,14 @@ def test_relu_head_seed_alone_equals_in_batch(kind):
 def test_build_can_be_forced_by_environment(monkeypatch):
     """$ATTNSVM_FUSED_BUILD names the build (e.g. the portable one on a mixed cluster)."""
     try:
-        monkeypatch.setenv(fused.BUILD_ENV, "attnsvm._fused")
+        monkeypatch.setenv(fused.BUILD_ENV, "attnsvm.train._fused")
         fused._load.cache_clear()
-        assert fused.describe() == "attnsvm._fused, 4 seeds per call"
+        assert fused.describe() == "attnsvm.train._fused, 4 seeds per call"
         monkeypatch.setenv(fused.BUILD_ENV, "avx9000")
         fused._load.cache_clear()
-        with pytest.raises(ConfigError, match="ATTNSVM_FUSED_BUILD='avx9000'.*attnsvm._fused"):
+        with pytest.raises(
+            ConfigError, match="ATTNSVM_FUSED_BUILD='avx9000'.*attnsvm.train._fused"
+        ):
             RunConfig().train_engine  # noqa: B018  resolved when hashed, before a job runs
     finally:
         monkeypatch.undo()

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import attnsvm
-from attnsvm import metrics, norms, svm
+from attnsvm import metrics
 from attnsvm.config import (
     ConfigError,
     DatasetConfig,
@@ -18,10 +18,12 @@ from attnsvm.config import (
     ParameterizationConfig,
     SolverConfig,
 )
-from attnsvm.data import make_instances
-from attnsvm.heads import LinearHead
-from attnsvm.optim import make_optimizer
-from attnsvm.train import grad_v, loss_and_grads, train
+from attnsvm.data.generators import make_instances
+from attnsvm.svm import norms
+from attnsvm.svm import solve as svm
+from attnsvm.train.heads import LinearHead
+from attnsvm.train.loop import grad_v, loss_and_grads, train
+from attnsvm.train.step_rules import make_optimizer
 from bits import assert_tensors_identical
 
 R, D = 3, 4
@@ -211,7 +213,7 @@ def test_new_optimizers_train_with_the_torch_engine():
 
 
 def test_loss_floor_is_the_loss_of_the_best_one_hot_attention():
-    from attnsvm.train import loss_floor
+    from attnsvm.train.loop import loss_floor
 
     inst = make_instances(DatasetConfig(n=3, T=4, d=5), [0, 1])
     best = inst.gamma.max(-1).values  # (R, n): Y_i v^T x_{i opt}
@@ -220,7 +222,7 @@ def test_loss_floor_is_the_loss_of_the_best_one_hot_attention():
 
 
 def test_an_uncertified_solve_is_retried_once_at_a_looser_tolerance(monkeypatch):
-    from attnsvm import cvx
+    from attnsvm.svm import cvx
 
     tols = []
 

@@ -23,7 +23,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 import attnsvm
-from attnsvm import bench_gpu, metrics, regpath
+from attnsvm import metrics
+from attnsvm.bench import gpu as bench_gpu
 from attnsvm.config import (
     ConfigError,
     DatasetConfig,
@@ -34,11 +35,12 @@ from attnsvm.config import (
     RegpathConfig,
     RunConfig,
 )
-from attnsvm.data import make_instances, published_instance
-from attnsvm.heads import make_head
-from attnsvm.maxmargin import key_query
-from attnsvm.pipeline import run_job
-from attnsvm.train import train
+from attnsvm.data.generators import make_instances, published_instance
+from attnsvm.data.maxmargin import key_query
+from attnsvm.experiments import regpath
+from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.train.heads import make_head
+from attnsvm.train.loop import train
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(
@@ -249,7 +251,7 @@ def test_bench_gpu_without_cuda(tmp_path, monkeypatch):
     acc = record["accuracy"]
     assert acc["max_abs_dcorr_fro"] < F32_CORR_TOL and acc["min_corr_w32_w64"] > 1 - F32_CORR_TOL
     if not CUDA:
-        cli = [sys.executable, "-m", "attnsvm.bench_gpu"]
+        cli = [sys.executable, "-m", "attnsvm.bench.gpu"]
         done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and "CUDA is not available" in done.stderr
         assert "--allow-cpu" in done.stderr

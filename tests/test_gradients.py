@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from attnsvm.config import DatasetConfig, OptimizerConfig, ParameterizationConfig
-from attnsvm.data import make_instances
-from attnsvm.heads import LinearHead
-from attnsvm.train import loss_and_grad_w, train
+from attnsvm.data.generators import make_instances
+from attnsvm.train.heads import LinearHead
+from attnsvm.train.loop import loss_and_grad_w, train
 
 
 def autograd_loss(W, inst):

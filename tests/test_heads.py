@@ -14,9 +14,9 @@ from attnsvm.config import (
     OptimizerConfig,
     ParameterizationConfig,
 )
-from attnsvm.data import accepted_seeds, make_instances, relu_instance
-from attnsvm.heads import make_head
-from attnsvm.train import loss_and_grad_w, train
+from attnsvm.data.generators import accepted_seeds, make_instances, relu_instance
+from attnsvm.train.heads import make_head
+from attnsvm.train.loop import loss_and_grad_w, train
 
 
 def _autograd(W, inst, head):
@@ -100,8 +100,8 @@ def test_a_head_of_ones_own_trains_with_the_exact_gradient(small_instances):
 
     import attnsvm
     from attnsvm.config import ConfigError, HeadConfig
-    from attnsvm.heads import make_head
-    from attnsvm.train import loss_and_grad_w, softmax_probs
+    from attnsvm.train.heads import make_head
+    from attnsvm.train.loop import loss_and_grad_w, softmax_probs
 
     inst = small_instances
     head = make_head(HeadConfig(kind="head_example.make", kwargs={"scale": 3.0}), inst)

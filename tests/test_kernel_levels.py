@@ -84,7 +84,7 @@ JOB = """
 import sys
 import pandas as pd
 from attnsvm.config import Engine, Parameterization, ParameterizationConfig, RunConfig
-from attnsvm.pipeline import run_job
+from attnsvm.experiments.gd.pipeline import run_job
 from attnsvm.runtime import mkl_cnr_mode
 frames = [
     run_job(RunConfig(seeds=6, engine=engine, parameterization=ParameterizationConfig(kind=kind)))

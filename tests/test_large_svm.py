@@ -9,16 +9,18 @@ import numpy as np
 import pytest
 import torch
 
-from attnsvm import lcp, norms, sdp, svm
 from attnsvm.config import DatasetConfig, SolverConfig
-from attnsvm.pipeline import Reported
+from attnsvm.experiments.gd.pipeline import Reported
 from attnsvm.progress import Progress
+from attnsvm.svm import lcp, norms
+from attnsvm.svm import nuclear_ipm as sdp
+from attnsvm.svm import solve as svm
 
 CFG = SolverConfig()
 
 
 def _problem(seed=0, n=40, T=8, d=20):
-    from attnsvm.data import make_instances
+    from attnsvm.data.generators import make_instances
 
     inst = make_instances(DatasetConfig(n=n, T=T, d=d), [seed])
     return inst.X[0].numpy(), inst.Z[0].numpy(), inst.opt[0].numpy()
@@ -135,7 +137,7 @@ def test_pipeline_norms_pass_the_frobenius_support_to_the_nuclear_svm(monkeypatc
 
 
 def test_bench_scale_times_a_job_both_ways_in_fresh_processes():
-    from attnsvm import bench_scale
+    from attnsvm.bench import scale as bench_scale
 
     before = bench_scale.TARGETS
     try:

@@ -24,12 +24,12 @@ from attnsvm.config import (
     RunConfig,
     SolverConfig,
 )
-from attnsvm.data import make_instances
-from attnsvm.heads import LinearHead
-from attnsvm.pipeline import run_job
-from attnsvm.results import config_hash
-from attnsvm.svm import w_mm_relaxed
-from attnsvm.train import Params, _loss_and_grads, grad_v
+from attnsvm.data.generators import make_instances
+from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.results.store import config_hash
+from attnsvm.svm.solve import w_mm_relaxed
+from attnsvm.train.heads import LinearHead
+from attnsvm.train.loop import Params, _loss_and_grads, grad_v
 
 AUTOGRAD_LOSS = {
     Loss.logistic: lambda u: F.softplus(-u),
@@ -167,7 +167,7 @@ def test_maxmargin_sweep_and_its_figure_command(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:]
     fig = subprocess.run(
-        [sys.executable, "-m", "attnsvm.figures_maxmargin", str(tmp_path)],
+        [sys.executable, "-m", "attnsvm.experiments.gd.figures_maxmargin", str(tmp_path)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert fig.returncode == 0, fig.stderr[-3000:]
@@ -187,7 +187,7 @@ def test_maxmargin_sweep_and_its_figure_command(tmp_path):
 
 
 def test_digit_patches_tile_the_image_and_a_small_job_runs():
-    from attnsvm.digits import _digits, tokens
+    from attnsvm.data.digits import _digits, tokens
 
     images = _digits()[0][:3]
     x = tokens(images, 4, positions=True)  # (3, 4, 18)

@@ -17,7 +17,7 @@ from attnsvm.config import (
     RunConfig,
     SolverConfig,
 )
-from attnsvm.multitoken import (
+from attnsvm.experiments.multitoken import (
     _pairs,
     acceptance_flags,
     fit_R,

@@ -15,12 +15,12 @@ import pytest
 import torch
 
 import attnsvm
-from attnsvm import graphsvm as gs
-from attnsvm import nexttoken
 from attnsvm.config import DatasetConfig
-from attnsvm.nexttoken_data import make_nexttoken
-from attnsvm.nexttoken_train import problem, train
-from attnsvm.results import config_hash
+from attnsvm.data.nexttoken import make_nexttoken
+from attnsvm.experiments import nexttoken
+from attnsvm.experiments.nexttoken.train import problem, train
+from attnsvm.results.store import config_hash
+from attnsvm.svm import graph as gs
 
 NT = ["experiment=nexttoken", "dataset=nexttoken"]
 GLOBAL = NT + ["dataset.draws=published", "optimizer.lr=0.01", "optimizer.steps=4000"]
@@ -377,7 +377,7 @@ def test_nexttoken_sweep_command_and_figures(tmp_path):
     out = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("attnsvm nexttoken:") == 2
-    fig = [sys.executable, "-m", "attnsvm.figures_nexttoken", str(tmp_path)]
+    fig = [sys.executable, "-m", "attnsvm.experiments.nexttoken.figures", str(tmp_path)]
     out = subprocess.run(fig, cwd=root, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     for name in ("nexttoken_curves.png", "nexttoken_sweep.png"):

@@ -1,13 +1,14 @@
-"""SVM norms as a registry (attnsvm/norms.py): built-ins and a user's plug-in are solved,
+"""SVM norms as a registry (attnsvm/svm/norms.py): built-ins and a user's plug-in are solved,
 checked and reported the same way."""
 
 import numpy as np
 import pytest
 
 import attnsvm
-from attnsvm import norms, svm
 from attnsvm.config import ConfigError, SolverConfig
-from attnsvm.data import make_instances
+from attnsvm.data.generators import make_instances
+from attnsvm.svm import norms
+from attnsvm.svm import solve as svm
 
 
 def test_frobenius_always_first_and_kq_always_measured_against_nuclear():
@@ -22,7 +23,7 @@ def test_default_norms_keep_the_job_hash():
     a = attnsvm.compose(["seeds=2"])
     b = attnsvm.compose(["seeds=2", "solver.norms=[fro,nuc]"])
     c = attnsvm.compose(["seeds=2", "solver.norms=[fro]"])
-    from attnsvm.results import config_hash
+    from attnsvm.results.store import config_hash
 
     assert config_hash(a) == config_hash(b) != config_hash(c)
 
@@ -75,7 +76,7 @@ def test_unknown_norm_fails_at_composition_listing_the_built_ins():
 
 
 def test_a_plugin_norms_columns_are_aggregated(tmp_path):
-    from attnsvm.aggregate import summarize
+    from attnsvm.results.aggregate import summarize
 
     runs = attnsvm.run_job(
         attnsvm.compose(["seeds=3", "dataset.d=4", "solver.norms=[fro,nuc,norm_example.make]"])

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from attnsvm import fused
 from attnsvm.config import Engine, RunConfig
-from attnsvm.pipeline import run_job
+from attnsvm.experiments.gd.pipeline import run_job
 from attnsvm.progress import Progress, duration
+from attnsvm.train import fused
 from cli_helpers import SMALL, run_cli, timing_columns
 
 

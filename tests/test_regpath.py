@@ -11,7 +11,7 @@ from attnsvm.config import (
     RegpathConfig,
     RunConfig,
 )
-from attnsvm.regpath import run_job
+from attnsvm.experiments.regpath import run_job
 
 
 @pytest.mark.parametrize("kind,column", [("w", "corr_fro"), ("kq", "corr_nuc")])

@@ -7,9 +7,9 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info
 
-from attnsvm import multitoken, regpath
 from attnsvm.config import Experiment, RunConfig
-from attnsvm.pipeline import run_job
+from attnsvm.experiments import multitoken, regpath
+from attnsvm.experiments.gd.pipeline import run_job
 from attnsvm.runtime import limit_threads, mkl_cnr_mode
 
 
@@ -40,7 +40,7 @@ def test_every_experiment_runs_within_the_threads_limit(monkeypatch, experiment)
 
     for module, name in ((multitoken, "run_job"), (regpath, "run_job")):
         monkeypatch.setattr(module, name, record)
-    monkeypatch.setattr("attnsvm.gd.run_job", record)
+    monkeypatch.setattr("attnsvm.experiments.gd.run_job", record)
     torch.set_num_threads(2)
     try:
         with pytest.raises(StopIteration):

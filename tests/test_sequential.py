@@ -14,12 +14,12 @@ from attnsvm.config import (
     ParameterizationConfig,
     SolverConfig,
 )
-from attnsvm.data import make_instances
-from attnsvm.heads import make_head
-from attnsvm.pipeline import seed_status
-from attnsvm.sequential import masked_problem, w_mm_masked
-from attnsvm.svm import SVMSolution, w_mm_nuc, w_mm_nuc_batch
-from attnsvm.train import loss_and_grad_w, softmax_probs, train
+from attnsvm.data.generators import make_instances
+from attnsvm.experiments.gd.pipeline import seed_status
+from attnsvm.svm.masked import masked_problem, w_mm_masked
+from attnsvm.svm.solve import SVMSolution, w_mm_nuc, w_mm_nuc_batch
+from attnsvm.train.heads import make_head
+from attnsvm.train.loop import loss_and_grad_w, softmax_probs, train
 from bits import assert_tensors_identical
 
 SEQ = dict(n=2, T=4, d=6, attention=Attention.sequential)

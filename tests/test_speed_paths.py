@@ -11,8 +11,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnsvm import batchops, svm
-from attnsvm.batchops import sum_last
 from attnsvm.config import (
     Backend,
     DatasetConfig,
@@ -24,10 +22,13 @@ from attnsvm.config import (
     RunConfig,
     SolverConfig,
 )
-from attnsvm.data import make_instances
-from attnsvm.heads import make_head
-from attnsvm.pipeline import run_job
-from attnsvm.train import loss_and_grad_w, train
+from attnsvm.data.generators import make_instances
+from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.svm import solve as svm
+from attnsvm.train import batchops
+from attnsvm.train.batchops import sum_last
+from attnsvm.train.heads import make_head
+from attnsvm.train.loop import loss_and_grad_w, train
 
 IPM = SolverConfig(backend=Backend.IPM)
 CVX = SolverConfig(backend=Backend.CLARABEL)
@@ -175,7 +176,7 @@ def test_simd_padding_changes_no_bit_where_the_old_code_was_batch_invariant():
 
 def reference_train(inst, head, pcfg, ocfg):
     """The previous train loop, verbatim: every quantity at every step, lists then stack."""
-    from attnsvm.train import frob, init_params
+    from attnsvm.train.loop import frob, init_params
 
     def _step_size(cfg, gnorm):
         if cfg.kind is Optimizer.gd:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnsvm import svm
 from attnsvm.config import DatasetConfig, FroMethod, SolverConfig
-from attnsvm.data import make_instances
+from attnsvm.data.generators import make_instances
+from attnsvm.svm import solve as svm
 
 CFG = SolverConfig()
 

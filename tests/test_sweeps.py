@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from attnsvm.config import Generator, Init, Parameterization, RunConfig, to_run_config
-from attnsvm.results import config_hash
+from attnsvm.results.store import config_hash
 from attnsvm.run import register_configs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ def test_paths_sweep_is_published_setting():
         assert j.optimizer.checkpoint_every == 1
 
 
-@pytest.mark.parametrize("launcher", ["basic", "submitit_slurm", "joblib"])
+@pytest.mark.parametrize("launcher", ["basic", "submitit_slurm", "joblib", "ray"])
 def test_sweeps_scale_out_by_swapping_the_launcher(launcher):
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         for name in SWEEPS:

@@ -14,10 +14,10 @@ from attnsvm.config import (
     ParameterizationConfig,
     RunConfig,
 )
-from attnsvm.data import make_instances, published_instance
-from attnsvm.heads import LinearHead
-from attnsvm.pipeline import run_job
-from attnsvm.train import train
+from attnsvm.data.generators import make_instances, published_instance
+from attnsvm.experiments.gd.pipeline import run_job
+from attnsvm.train.heads import LinearHead
+from attnsvm.train.loop import train
 from bits import assert_frames_identical, assert_tensors_identical
 
 
@@ -81,7 +81,7 @@ def test_opt_tokens_maximise_scores():
 
 
 def test_init_options():
-    from attnsvm.train import init_params
+    from attnsvm.train.loop import init_params
 
     z = init_params(ParameterizationConfig(init=Init.zeros), [0], 4, torch.float64, "cpu")
     assert torch.count_nonzero(z.W) == 0
@@ -124,7 +124,7 @@ def test_a_step_rule_of_ones_own_trains_with_the_torch_engine():
     inst = make_instances(ds, [0, 1])
     traj = train(inst, LinearHead(inst), cfg.parameterization, cfg.optimizer)
     W0, W1 = traj.W[0], traj.W[-1]
-    from attnsvm.train import loss_and_grad_w
+    from attnsvm.train.loop import loss_and_grad_w
 
     _, _, G = loss_and_grad_w(W0, inst, LinearHead(inst))
     assert torch.equal(W1, W0 - cfg.optimizer.lr * torch.sign(G))

@@ -8,7 +8,7 @@ import pytest
 
 import attnsvm
 from attnsvm.config import ConfigError, DatasetConfig
-from attnsvm.data import make_instances
+from attnsvm.data.generators import make_instances
 from bits import assert_frames_identical
 from cli_helpers import SMALL, run_cli
 
@@ -116,9 +116,8 @@ def test_file_rules_across_keys(tmp_path, overrides, expected):
 def test_missing_file_and_unknown_callable_are_clear():
     with pytest.raises(ConfigError, match="dataset.path=/nonexistent.npz: no such file"):
         attnsvm.compose(["dataset=file", "dataset.path=/nonexistent.npz"])
-    cfg = attnsvm.compose([*SAME, "dataset=callable", "dataset.target=nomodule.make"])
     with pytest.raises(ConfigError, match="dataset.target='nomodule.make' cannot be imported"):
-        attnsvm.run_job(cfg)
+        attnsvm.compose([*SAME, "dataset=callable", "dataset.target=nomodule.make"])  # at once
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ python -m attnsvm.run dataset=callable dataset.target=userdata_example.make
 
 import numpy as np
 
-from attnsvm.data import published_instance
+from attnsvm.data.generators import published_instance
 
 
 def make(seeds, n, T, d, scale=1.0):

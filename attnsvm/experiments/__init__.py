@@ -20,7 +20,7 @@ from types import ModuleType
 from attnsvm.config import ConfigError, Experiment
 
 # built-in name -> its module: attnsvm.<name> (the Experiment enum is the one list of them)
-BUILTIN = {e.value: f"attnsvm.{e.value}" for e in Experiment}
+BUILTIN = {e.value: f"attnsvm.experiments.{e.value}" for e in Experiment}
 PROTOCOL = ("run_job", "summary_text")
 
 

@@ -3,7 +3,7 @@
 python -m attnsvm.run -m dataset.d=2,4,8 hydra/launcher=dryrun hydra.sweep.dir=outputs/sweep1
 
 Every job is composed exactly as a real launcher composes it and checked with
-attnsvm.plan.plan_job; the exit code is 1 when some job's config is invalid. The sweep
+attnsvm.results.plan.plan_job; the exit code is 1 when some job's config is invalid. The sweep
 directory is left as it was (a fresh one is not created).
 """
 
@@ -55,7 +55,7 @@ class DryRunLauncher(Launcher):
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> Sequence[JobReturn]:
-        from attnsvm.plan import INVALID, format_plan, plan_job
+        from attnsvm.results.plan import INVALID, format_plan, plan_job
 
         assert self.config is not None and self.hydra_context is not None
         assert self.sweep_dir is not None

@@ -1,0 +1,1 @@
+"""attnsvm.bench.cases."""

@@ -1,0 +1,5 @@
+"""``python -m attnsvm.bench``: the benchmark suite (attnsvm/bench/cases.py)."""
+
+from attnsvm.bench.cases import main
+
+main()

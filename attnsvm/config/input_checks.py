@@ -1,0 +1,188 @@
+"""Checks of inputs that used to fail late, raw or silently: each raises a ConfigError naming the
+key and what is accepted, when the config is composed (or, for what a user's generator returns,
+before a job directory is written). Pure functions; the config and data modules call them.
+
+    check_finite(opt_cfg, "optimizer", ("lr", "eps"))   # optimizer.lr=inf fails here
+    check_data_file("tokens.npy")                       # not an .npz: fails here, one line
+"""
+
+from __future__ import annotations
+
+import errno
+import inspect
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from attnsvm.config import ConfigError
+
+SEED_LIMIT = 2**32  # seed + seeds <= this: every seeded stream (torch, numpy) takes the seed
+SCALE_RANGE = (1e-50, 1e50)  # largest |entry| of an instance's array: 0 or within this range
+NPZ_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # an .npz is a zip archive (empty one included)
+NPY_MAGIC = b"\x93NUMPY"
+SAVEZ = "an .npz archive written by np.savez(path, X=X, Y=Y, v=v)"
+
+
+def shown(text: str, width: int = 80) -> str:
+    """``text`` shortened for a one-line message (a 5000-character path is not read)."""
+    if len(text) <= width:
+        return text
+    return f"{text[: width // 2]}...{text[-width // 4 :]} ({len(text)} characters)"
+
+
+def check_finite(obj, prefix: str, keys: tuple[str, ...]) -> None:
+    """Float keys that must be finite: inf or NaN can only give non-finite training."""
+    for key in keys:
+        value = getattr(obj, key)
+        if not math.isfinite(float(value)):
+            raise ConfigError(
+                f"{prefix}.{key}={value!r} is invalid: accepted values are finite floats "
+                f"(a non-finite {key} makes every step non-finite)"
+            )
+
+
+def check_seed_range(seed: int, seeds: int) -> None:
+    """Seeds seed .. seed + seeds - 1 must fit the random streams that are seeded with them."""
+    if seed + seeds > SEED_LIMIT:
+        raise ConfigError(
+            f"seed={shown(str(seed), 40)} with seeds={shown(str(seeds), 40)} is invalid: "
+            f"accepted values are seed + seeds <= 2**32 = {SEED_LIMIT}"
+        )
+
+
+def check_data_file(path: str) -> Path:
+    """The file ``dataset.path`` names exists, is not empty and is an .npz archive; its Path."""
+    key = f"dataset.path={shown(str(path))}"
+    p = Path(path).expanduser()
+    try:
+        st = p.stat()
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise ConfigError(
+                f"{key}: the path is too long for this file system ({exc.strerror}); "
+                f"accepted: the path of an existing .npz file"
+            ) from None
+        if isinstance(exc, FileNotFoundError | NotADirectoryError):
+            raise ConfigError(f"{key}: no such file") from None
+        raise ConfigError(f"{key}: cannot be read ({exc.strerror})") from None
+    if not p.is_file():
+        raise ConfigError(f"{key}: not a file; accepted: {SAVEZ}")
+    if st.st_size == 0:
+        raise ConfigError(f"{key}: the file is empty (0 bytes); accepted: {SAVEZ}")
+    with open(p, "rb") as fh:
+        head = fh.read(6)
+    if head.startswith(NPY_MAGIC):
+        raise ConfigError(f"{key}: a .npy file (one unnamed array), not an .npz; accepted: {SAVEZ}")
+    if not head.startswith(NPZ_MAGIC):
+        raise ConfigError(f"{key}: not an .npz file (not a zip archive); accepted: {SAVEZ}")
+    return p
+
+
+def real_float64(a, name: str, source: str) -> np.ndarray:
+    """Array ``name`` as float64, refusing what the conversion would change silently (complex
+    numbers lose their imaginary part) or cannot hold (strings, objects)."""
+    a = np.asarray(a)
+    if np.iscomplexobj(a):
+        raise ConfigError(
+            f"{source}: array {name!r} is complex ({a.dtype}); accepted: real numbers "
+            "(pass its real and imaginary parts as separate features)"
+        )
+    if a.dtype.kind not in "biuf":
+        raise ConfigError(f"{source}: array {name!r} has dtype {a.dtype}; accepted: real numbers")
+    return np.asarray(a, dtype=np.float64)
+
+
+def check_scale(arrays: dict, source: str) -> None:
+    """Tokens, queries and heads within a range where the SVMs and the softmax mean something:
+    beyond it their products overflow float64 (a dead SVM, an infinite gradient) or underflow
+    to 0 (every seed infeasible)."""
+    low, high = SCALE_RANGE
+    for name in ("X", "Z", "v", "V"):
+        if name not in arrays:
+            continue
+        a = arrays[name]
+        top = np.abs(a.reshape(a.shape[0], -1)).max(-1)  # (R,) per instance
+        bad = np.flatnonzero((top > high) | ((top > 0) & (top < low)))
+        if bad.size:
+            r = int(bad[0])
+            raise ConfigError(
+                f"{source}: array {name!r} of instance {r} has largest |entry| {top[r]:.3g}; "
+                f"accepted: 0 or a largest |entry| in [{low:g}, {high:g}] per instance (beyond, "
+                "float64 products overflow or underflow): rescale the data"
+            )
+
+
+def check_callable_target(target: str, kwargs: dict, n, T, d) -> None:
+    """``dataset.target`` imports, is callable and accepts make(seeds, n, T, d, **kwargs)."""
+    from attnsvm.config.plugins import load_object
+
+    fn = load_object(target, "dataset.target")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # some built-ins have no signature: checked when called
+        return
+    try:
+        sig.bind([0], n, T, d, **dict(kwargs))
+    except TypeError as exc:
+        raise ConfigError(
+            f"dataset.target={target!r} cannot be called as make(seeds, n, T, d, "
+            f"**dataset.kwargs) ({exc}); accepted: a function with that signature returning "
+            "a dict of arrays X, Y, v (attnsvm/data/userdata.py)"
+        ) from None
+
+
+def check_callable_output(run) -> None:
+    """What ``dataset=callable``'s generator returns for the first two seeds, checked before a
+    job directory is written: a wrong return is a one-line error, not a failed job."""
+    ds = run.dataset
+    if getattr(ds.generator, "value", ds.generator) != "callable":
+        return
+    from attnsvm.data.userdata import callable_instances
+
+    seeds = run.seed_list[:2]
+    try:
+        callable_instances(ds, seeds)
+    except ConfigError:
+        raise
+    except Exception as exc:  # the user's code: whatever it raises is reported in one line
+        raise ConfigError(
+            f"dataset.target={ds.target!r} raised {type(exc).__name__} for seeds {seeds}: "
+            f"{shown(str(exc), 200)}"
+        ) from None
+
+
+def check_writable_dir(path, key: str) -> Path:
+    """Directory ``path`` (created if missing) accepts new files; its Path. For the outputs
+    of a job or an aggregate, checked before any work is done."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / f".attnsvm-write-probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"{key}={shown(str(path))} cannot be written ({exc.strerror or exc}); accepted: a "
+            "directory you can write"
+        ) from None
+    return p
+
+
+def check_output_dir_overrides(overrides: list[str]) -> None:
+    """``hydra.run.dir`` / ``hydra.sweep.dir`` given on the command line must be creatable
+    (their nearest existing ancestor a writable directory), before Hydra tries and fails."""
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or key not in ("hydra.run.dir", "hydra.sweep.dir") or "${" in value:
+            continue
+        here = Path(value).expanduser().absolute()
+        while not here.exists() and here != here.parent:
+            here = here.parent
+        if not here.is_dir() or not os.access(here, os.W_OK | os.X_OK):
+            why = "not a directory" if not here.is_dir() else "not writable"
+            raise ConfigError(
+                f"{key}={shown(value)} cannot be created: {shown(str(here))} is {why}; "
+                "accepted: a directory you can write"
+            )

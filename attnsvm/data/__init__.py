@@ -1,0 +1,1 @@
+"""attnsvm.data.generators."""

@@ -1,0 +1,155 @@
+"""Figures of the optimizer-geometry sweeps (FOLLOWUPS.md §3), chosen by what the sweep holds.
+
+* ``+sweeps=geometry`` (several step rules, several SVM norms): heatmaps of the final margin
+  ratio gamma_N(W) / gamma_N* and of corr(W, W^mm_N), rows step rules, columns norms, where
+  the theory's pairing is outlined; ``geometry_table.csv``.
+* ``+sweeps=geometry_d``: the same pairing as d grows (one panel per step rule).
+* ``+sweeps=mirror`` / ``mirror_joint`` (mirror descent): the Bregman divergence of each
+  p-path to the l1.75-, l2- and l3-SVMs against iterations, mean over seeds, as published;
+  ``mirror_table.csv``.
+
+python -m attnsvm.figures_geometry outputs/sweeps/geometry   # into SWEEP_DIR/summary
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
+
+# the norm each step rule's geometry is predicted to pick (FOLLOWUPS.md §3)
+PREDICTED = {"ngd": "fro", "gd": "fro", "polyak": "fro", "sign": "max", "adam": "max"}
+PREDICTED.update({"spectral": "spectral", "md p=1.75": "l1p75", "md p=3": "l3", "md p=2": "fro"})
+NORM_ORDER = ["fro", "l2", "nuc", "l1p75", "l3", "max", "spectral"]
+
+
+def rule_label(runs: pd.DataFrame) -> pd.Series:
+    """ "md p=3" for mirror descent, else the step rule's name."""
+    p = runs["optimizer.p"].map(lambda x: f"{x:g}")
+    return runs.optimizer.where(runs.optimizer != "md", "md p=" + p)
+
+
+def norm_columns(runs: pd.DataFrame, prefix: str) -> list[str]:
+    """The norm suffixes with a ``<prefix>_<norm>`` column, in a stable order."""
+    found = [c[len(prefix) + 1 :] for c in runs.columns if c.startswith(prefix + "_")]
+    found = [n for n in found if not n.endswith(("_opt", "_sel"))]
+    return sorted(found, key=lambda n: (NORM_ORDER.index(n) if n in NORM_ORDER else 99, n))
+
+
+def geometry_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean final margin ratio and corr per (step rule, d, norm) over ok seeds."""
+    ok = runs[runs.status == "ok"].assign(rule=rule_label(runs))
+    rows = []
+    for (rule, d), g in ok.groupby(["rule", "d"]):
+        for norm in norm_columns(g, "margin"):
+            rows.append(
+                {
+                    "rule": rule,
+                    "d": d,
+                    "norm": norm,
+                    "seeds": len(g),
+                    "margin_mean": g[f"margin_{norm}"].mean(),
+                    "corr_mean": g[f"corr_{norm}"].mean(),
+                    "rate_median": g[f"rate_{norm}"].median(),  # NaN: froze too early to fit
+                    "rate_fitted": int(g[f"rate_{norm}"].notna().sum()),
+                    "predicted": PREDICTED.get(rule) == norm,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def heatmaps(table: pd.DataFrame, path: Path) -> None:
+    """Rows step rules, columns norms; the predicted pairing outlined."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    panels = [("margin_mean", "final margin ratio γ_N(W)/γ*_N"), ("corr_mean", "final corr")]
+    for ax, (col, title) in zip(axes, panels, strict=True):
+        grid = table.pivot_table(index="rule", columns="norm", values=col)
+        grid = grid[[n for n in NORM_ORDER if n in grid] + [n for n in grid if n not in NORM_ORDER]]
+        im = ax.imshow(grid.values, cmap="viridis", vmin=np.nanmin(grid.values), vmax=1)
+        ax.set(xticks=range(grid.shape[1]), yticks=range(grid.shape[0]), title=title)
+        ax.set_xticklabels(grid.columns, rotation=30, ha="right")
+        ax.set_yticklabels(grid.index)
+        for i, rule in enumerate(grid.index):
+            for j, norm in enumerate(grid.columns):
+                dark = grid.values[i, j] < np.nanmean(grid.values)
+                ax.text(j, i, f"{grid.values[i, j]:.3f}", ha="center", va="center", fontsize=7,
+                        color="w" if dark else "k")  # fmt: skip
+                if PREDICTED.get(rule) == norm:
+                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="r", lw=2))
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.suptitle("row's step rule vs column's SVM norm (red: the predicted pairing)")
+    save_figure(fig, path)
+
+
+def d_figure(table: pd.DataFrame, path: Path) -> None:
+    """Final margin ratio vs d, one panel per step rule, one line per norm."""
+    rules = sorted(table.rule.unique())
+    fig, axes = plt.subplots(1, len(rules), figsize=(3.6 * len(rules), 3.4), sharey=True)
+    for ax, rule in zip(np.atleast_1d(axes), rules, strict=True):
+        for norm, g in table[table.rule == rule].groupby("norm"):
+            bold = PREDICTED.get(rule) == norm
+            ax.plot(g.d, g.margin_mean, "-o" if bold else ":.", lw=2.5 if bold else 1, label=norm)
+        ax.set(title=rule, xlabel="d", xticks=sorted(table.d.unique()))
+        ax.grid(alpha=0.4)
+    np.atleast_1d(axes)[0].set_ylabel("final margin ratio (mean)")
+    np.atleast_1d(axes)[-1].legend(fontsize=7)
+    save_figure(fig, path)
+
+
+def bregman_curves(sweep, path: Path) -> pd.DataFrame:
+    """Mean Bregman divergence of each p-path (and init) to each lp-SVM vs iteration."""
+    keys = ["optimizer", "optimizer.p", "parameterization.init", "status"]
+    keys = ["config_hash", "seed", *(k for k in keys if k not in sweep.trajectory)]
+    tr = sweep.trajectory.merge(sweep.runs[keys], on=["config_hash", "seed"])
+    tr = tr[tr.status == "ok"].assign(rule=lambda t: rule_label(t))
+    cols = [c for c in tr.columns if c.startswith("bregman_l")]  # the lp-SVMs (l2 = fro)
+    rules, inits = sorted(tr.rule.unique()), sorted(tr["parameterization.init"].unique())
+    fig, axes = plt.subplots(
+        len(inits), len(rules), figsize=(4.2 * len(rules), 3.4 * len(inits)), squeeze=False
+    )
+    finals = []
+    for (i, init), (j, rule) in itertools.product(enumerate(inits), enumerate(rules)):
+        ax = axes[i, j]
+        g = tr[(tr.rule == rule) & (tr["parameterization.init"] == init)]
+        mean = g.groupby("step")[cols].mean()
+        for col in cols:
+            ax.plot(mean.index, mean[col].clip(lower=1e-16), label=col.replace("bregman_", "D to "))
+        ax.set(title=f"{rule}, init {init} ({g.seed.nunique()} seeds)", xlabel="iteration",
+               yscale="log", ylabel="mean Bregman divergence")  # fmt: skip
+        ax.grid(alpha=0.4)
+        ax.legend(fontsize=7)
+        finals.append({"rule": rule, "init": init, **mean.iloc[-1].to_dict()})
+    save_figure(fig, path)
+    return pd.DataFrame(finals)
+
+
+def main(argv: list[str] | None = None) -> None:
+    sweep_dir, out = figure_cli(__doc__, argv)
+    sweep = load_sweep(sweep_dir)
+    if set(sweep.runs.optimizer) == {"md"}:  # mirror descent only: its Bregman curves
+        table = bregman_curves(sweep, out / "mirror.png")
+        table.to_csv(out / "mirror_table.csv", index=False)
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+        print(f"figure: {out / 'mirror.png'}")
+        return
+    table = geometry_table(sweep.runs)
+    table.to_csv(out / "geometry_table.csv", index=False)
+    if table.d.nunique() > 1:
+        d_figure(table, out / "geometry_d.png")
+        print(f"figure: {out / 'geometry_d.png'}")
+    else:
+        heatmaps(table, out / "geometry.png")
+        print(f"figure: {out / 'geometry.png'}")
+    print(table.pivot_table(index="rule", columns="norm", values="margin_mean").round(4))
+
+
+if __name__ == "__main__":
+    main()

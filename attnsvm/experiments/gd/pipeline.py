@@ -1,0 +1,450 @@
+"""One job = one config point x R seeds: data -> GD -> SVMs -> metrics -> tidy tables.
+
+Plain functions over a validated RunConfig; Hydra is only in run.py.
+
+    from attnsvm.config import RunConfig
+    result = run_job(RunConfig(seeds=4))
+    result.runs        # one row per seed
+    result.trajectory  # one row per seed x checkpoint
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnsvm import metrics
+from attnsvm.config import Generator, Init, Optimizer, Parameterization, RunConfig
+from attnsvm.data.generators import Instances, accepted_seeds, make_instances
+from attnsvm.data.maxmargin import key_query
+from attnsvm.progress import Progress, reporter
+from attnsvm.results.store import HASH_NEUTRAL_GROUPS, config_hash, flatten, plain
+from attnsvm.runtime import limit_threads
+from attnsvm.svm import norms
+from attnsvm.svm import solve as svm
+from attnsvm.svm.masked import masked_problem, unmask
+from attnsvm.train.divergence import diverged_tables, divergence
+from attnsvm.train.heads import make_head
+from attnsvm.train.loop import Trajectory, train
+
+
+@dataclass
+class JobResult:
+    runs: pd.DataFrame
+    trajectory: pd.DataFrame
+    config_hash: str
+    seconds: float
+    extra: dict[str, pd.DataFrame] = field(default_factory=dict)  # file name -> table
+
+
+def config_columns(cfg: RunConfig) -> dict:
+    """Columns every row carries: short names for the main axes plus every dotted config key."""
+    tree = plain(cfg)
+    for group in HASH_NEUTRAL_GROUPS:  # an experiment's own group: its columns only when used
+        if tree.get(group) == plain(type(getattr(cfg, group))()):
+            tree.pop(group)
+    flat = flatten(tree)
+    for k in ("seeds", "seed", "threads", "batch_size", "progress_interval"):
+        flat.pop(k)
+    flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}
+    flat["loss_function"] = flat.pop("loss")  # the run key `loss`; column "loss" is its value
+    short = {
+        "n": cfg.dataset.n,
+        "T": cfg.dataset.T,
+        "d": cfg.dataset.d,
+        "attention": cfg.dataset.attention.value,
+        "parameterization": cfg.parameterization.kind.value,
+        "head": plain(cfg.head.kind),  # a built-in name or your head's import path
+        "optimizer": plain(cfg.optimizer.kind),
+        "train_engine": plain(cfg.train_engine) or "none",  # auto resolved; none: no GD
+    }
+    return {**short, **flat}
+
+
+def on_cpu(obj):
+    """``obj`` (Instances, Trajectory) with every tensor on the CPU: one copy per tensor after
+    training on a GPU, not one per seed in the analysis; a no-op on the CPU."""
+    moved = {
+        f.name: value.cpu()
+        for f in dataclasses.fields(obj)
+        if isinstance(value := getattr(obj, f.name), torch.Tensor)
+    }
+    return dataclasses.replace(obj, **moved)
+
+
+def _mask(inst: Instances, r: int):
+    return None if inst.mask is None else inst.mask[r].cpu().numpy()
+
+
+class Reported:
+    """A norm whose every ``solve`` call is told to a progress reporter (attnsvm/progress.py);
+    everything else is the norm's own."""
+
+    def __init__(self, norm, report: Progress):
+        self.norm, self.report = norm, report
+
+    def __getattr__(self, attr: str):
+        return getattr(self.norm, attr)
+
+    def solve(self, problems, cfg, **hints) -> list[svm.SVMSolution]:
+        t0 = time.perf_counter()
+        solutions = self.norm.solve(problems, cfg, **hints)  # hints: norms.solve_all's
+        self.report.solved(self.norm.name, len(problems), time.perf_counter() - t0)
+        return solutions
+
+
+def solve_svms(
+    cfg: RunConfig,
+    inst: Instances,
+    alphas: dict[int, np.ndarray],
+    report: Progress | None = None,
+    where: str = "at opt",
+) -> dict:
+    """Every configured norm's SVM (attnsvm/svm/norms.py) for every seed position r in ``alphas``
+    (r -> alpha (n,)): {r: {norm name: SVMSolution}}. Norms that batch (the nuclear interior
+    point) solve all seeds in one call; with a visibility mask (sequential attention) only
+    visible tokens are constrained. ``report`` hears of each norm's calls, as the SVMs
+    ``where``."""
+    X, Z = inst.K.cpu().double().numpy(), inst.Z.cpu().double().numpy()  # keys: x~ for p
+    rs = list(alphas)
+    masks = {r: _mask(inst, r) for r in rs}
+    problems = [masked_problem(X[r], Z[r], alphas[r], masks[r]) for r in rs]
+    made = norms.make_norms(cfg.solver)
+    if report is not None and problems:
+        report.start_svms(where, {norm.name: len(problems) for norm in made})
+        made = [Reported(norm, report) for norm in made]
+    solved = norms.solve_all(made, problems, cfg.solver)
+    for r, sols in zip(rs, solved, strict=True):
+        for sol in sols.values():
+            unmask(sol, X[r], Z[r], alphas[r], masks[r])
+    return dict(zip(rs, solved, strict=True))
+
+
+def seed_status(finite: bool, solutions: dict[str, list[svm.SVMSolution]]) -> tuple[str, str]:
+    """Worst-first: diverged, solver_error, infeasible (alpha = opt), inaccurate, ok.
+
+    ``solutions`` maps where the SVMs were solved ("opt", "selected") to them; a solution
+    shared by both (GD selected opt) is named once, as "at opt = selected"."""
+    if not finite:
+        return "diverged", "non-finite parameters or loss during training"
+    named: dict[int, tuple[svm.SVMSolution, list[str]]] = {}
+    for where, sols in solutions.items():
+        for sol in sols:
+            named.setdefault(id(sol), (sol, []))[1].append(where)
+    for status in (svm.SOLVER_ERROR, svm.INFEASIBLE, svm.INACCURATE):
+        bad = [(sol, where) for sol, where in named.values() if sol.status == status]
+        if bad:
+            return status, "; ".join(
+                f"W^mm[{sol.norm}] at {' = '.join(where)}: {sol.reason}" for sol, where in bad
+            )
+    return "ok", ""
+
+
+def opt_svm_columns(cfg: RunConfig, at_opt: dict[str, svm.SVMSolution]) -> dict:
+    """The columns of the SVMs at alpha = opt: feasibility, ranks, statuses, norms."""
+    cols = {"feasible": at_opt["fro"].status != svm.INFEASIBLE}
+    named = [(norms.column(name), sol) for name, sol in at_opt.items()]
+    cols.update({f"rank_{c}": sol.rank for c, sol in named})
+    cols.update({f"svm_status_{c}": sol.status for c, sol in named})
+    values = {n.name: n.value for n in norms.make_norms(cfg.solver)}
+    cols.update(
+        {f"norm_{c}": float(values[sol.norm](sol.W)) if sol.ok else None for c, sol in named}
+    )
+    return cols
+
+
+def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms=None):
+    """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``.
+
+    ``svms`` = (SVMs at opt, SVMs at the selected tokens or None), solved in advance
+    (``solve_svms``); None: solved here."""
+    mcfg = cfg.metrics
+    gamma = inst.gamma[r].cpu().double().numpy()
+    opt = inst.opt[r].cpu().numpy()
+    Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
+    v = None if traj.v is None else traj.v[:, r]
+    why = divergence(traj.steps, loss=traj.loss[:, r], grad_norm=traj.grad_norm[:, r], W=Ws, v=v)
+    sel = traj.selected[-1, r].cpu().numpy()
+    same = bool(np.array_equal(sel, opt))
+    if svms is None:
+        svms = (
+            solve_svms(cfg, inst, {r: opt})[r],
+            None if same else solve_svms(cfg, inst, {r: sel})[r],
+        )
+    at_opt = svms[0]
+    if why is not None:  # no metric of W: they would be NaN or crash (an SVD of inf)
+        cols = opt_svm_columns(cfg, at_opt)
+        return diverged_tables(inst.seeds[r], traj, r, Ws, why, opt, at_opt, cols)
+    at_sel = at_opt if same else svms[1]
+    unique = {id(s): s for sols in svms if sols for s in sols.values()}
+    svm_seconds = sum(s.seconds for s in unique.values())
+
+    columns = {norms.column(name): name for name in at_opt}
+    curves = {f"corr_{c}": metrics.corr(Ws, at_sel[name].W) for c, name in columns.items()}
+    curves.update(
+        {f"corr_{c}_opt": metrics.corr(Ws, at_opt[name].W) for c, name in columns.items()}
+    )
+    curves.update(geometry_curves(cfg, inst, r, Ws, sel, at_sel))
+    if traj.v is not None:
+        curves.update(head_curves(cfg, inst, r, traj.v[:, r].cpu().double().numpy(), sel, Ws))
+    fixed = {k: curves.pop(k) for k in [k for k in curves if k.startswith("p_relaxed")]}
+    if cfg.parameterization.kind == Parameterization.p:
+        curves["corr_p_mm"] = curves["corr_fro"]  # W = p e_1^T: corr(W, W^mm) = corr(p, p^mm)
+    fro_sel = at_sel["fro"]
+    local_opt = svm.is_locally_optimal(fro_sel, gamma, sel, cfg.solver)
+    own = "nuc" if cfg.parameterization.kind == Parameterization.kq else "fro"
+    corr_alpha = curves[f"corr_{own}"][-1]
+    smin = float(traj.softmax_min_max[-1, r])
+    start = metrics.window_start(traj.steps, mcfg.window)
+    grad_final = float(traj.grad_norm[-1, r])
+    stalled = cfg.optimizer.kind == Optimizer.ngd and grad_final < cfg.optimizer.eps
+    moving = metrics.still_moving(
+        traj.selected[:, r].cpu().numpy(), curves[f"corr_{own}"], start, mcfg.gap_shrink, stalled
+    )
+    status, reason = seed_status(
+        True, {"opt": list(at_opt.values()), "selected": list(at_sel.values())}
+    )
+    row = {
+        "seed": inst.seeds[r],
+        "status": status,
+        "reason": reason,
+        **opt_svm_columns(cfg, at_opt),
+        **{f"rank_{c}_sel": at_sel[name].rank for c, name in columns.items()},
+        **{k: float(v[-1]) for k, v in curves.items()},
+        **{f"rate_{c}": metrics.rate(traj.steps, curves[f"corr_{c}"]) for c in columns},
+        "softmax_max": float(traj.softmax_max[-1, r]),
+        "softmax_min": smin,
+        "saturated": smin >= 1 - mcfg.delta,
+        "selected_is_opt": same,
+        "share_selected_opt": float(np.mean(sel == opt)),  # sequences whose selected is opt
+        "locally_optimal": local_opt,
+        "n_support": int(svm.support_tokens(fro_sel, cfg.solver).sum()) if fro_sel.ok else None,
+        "conv_type": metrics.convergence_type(
+            smin, corr_alpha, same, local_opt, mcfg.delta, mcfg.epsilon, any(moving.values())
+        ),
+        **moving,
+        "gap_shrink": metrics.gap_shrink(curves[f"corr_{own}"], start),
+        "steps_needed": metrics.steps_needed(
+            traj.steps, curves[f"corr_{own}"], start, mcfg.epsilon
+        ),
+        "w_norm": float(np.linalg.norm(Ws[-1])),
+        "loss": float(traj.loss[-1, r]),
+        "grad_norm": grad_final,
+        "selected": ",".join(map(str, sel)),
+        "opt": ",".join(map(str, opt)),
+        "svm_seconds": svm_seconds,
+        **{k: float(x) for k, x in fixed.items()},  # the relaxed p-SVM, for the path pictures
+    }
+    trajectory = {
+        "seed": inst.seeds[r],
+        "step": traj.steps,
+        **curves,
+        "softmax_max": traj.softmax_max[:, r].cpu().numpy(),
+        "softmax_min": traj.softmax_min_max[:, r].cpu().numpy(),
+        "w_norm": np.linalg.norm(Ws, axis=(-2, -1)),
+        "loss": traj.loss[:, r].cpu().numpy(),
+        "grad_norm": traj.grad_norm[:, r].cpu().numpy(),
+        "selected": [",".join(map(str, s)) for s in traj.selected[:, r].cpu().numpy()],
+    }
+    if cfg.parameterization.kind == Parameterization.p:  # the path of p: column 0 of W
+        trajectory.update({f"p{k}": Ws[:, k, 0] for k in range(Ws.shape[-1])})
+        if fro_sel.ok:  # p^mm at the selected tokens, for the path pictures
+            row.update({f"p_mm{k}": float(fro_sel.W[k, 0]) for k in range(Ws.shape[-1])})
+    if traj.v is not None:
+        vs = traj.v[:, r].cpu().double().numpy()  # (C, d)
+        trajectory.update({f"v{k}": vs[:, k] for k in range(vs.shape[-1])})
+        row["v_norm"] = float(np.linalg.norm(vs[-1]))
+    return row, pd.DataFrame(trajectory)
+
+
+def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: dict) -> dict:
+    """Per checkpoint, for every SVM norm N at the selected tokens: the margin ratio
+    gamma_N(W) / gamma_N* (``margin_<N>``), and for mirror descent the Bregman divergence of
+    its potential (``bregman_<N>``, FOLLOWUPS.md §3)."""
+    X, Z = (t[r].cpu().double().numpy() for t in (inst.K, inst.Z))
+    least = svm.min_margins(Ws, X, Z, sel, _mask(inst, r))  # (C,)
+    made = {n.name: n for n in norms.make_norms(cfg.solver)}
+    md = cfg.optimizer.kind == Optimizer.md
+    curves = {}
+    for name, sol in at_sel.items():
+        c, norm = norms.column(name), made[name]
+        best = float(norm.value(sol.W)) if sol.ok else None
+        curves[f"margin_{c}"] = metrics.margin_ratio(norms.values(norm, Ws), least, best)
+        if md:
+            curves[f"bregman_{c}"] = metrics.bregman(sol.W, Ws, cfg.optimizer.p)
+    return curves
+
+
+def head_curves(cfg: RunConfig, inst: Instances, r: int, vs: np.ndarray, sel, Ws=None) -> dict:
+    """A trained head v (C, d) against the hard-margin classifier of the selected tokens,
+    v^mm = argmin ||v|| s.t. Y_i v^T x_{i alpha_i} >= 1 (``corr_v_mm``); the attention
+    W(k) (C, d, d) against the relaxed Frobenius SVM, whose margin is 1 only for the support
+    vectors of v^mm (``corr_relaxed``, FOLLOWUPS.md §1); for mirror descent also the Bregman
+    divergence to the lp one (``bregman_v``)."""
+    X, Y = inst.X[r].cpu().double().numpy(), inst.Y[r].cpu().double().numpy()
+    rows = Y[:, None] * X[np.arange(len(sel)), sel]  # (n, d)
+    v_mm = svm.v_mm(rows, 2.0, cfg.solver)
+    curves = {"corr_v_mm": metrics.corr(vs[:, :, None], None if v_mm is None else v_mm[:, None])}
+    if Ws is not None:
+        tight = svm.v_mm_support(rows, v_mm, cfg.solver)
+        K, Z = (t[r].cpu().double().numpy() for t in (inst.K, inst.Z))
+        relaxed = svm.w_mm_relaxed(K, Z, sel, tight, cfg.solver) if tight.any() else None
+        W = relaxed.W if relaxed is not None and relaxed.ok else None
+        curves["corr_relaxed"] = metrics.corr(Ws, W)
+        if W is not None and cfg.parameterization.kind == Parameterization.p:
+            curves.update({f"p_relaxed{k}": W[k, 0] for k in range(W.shape[0])})
+    if cfg.optimizer.kind == Optimizer.md:
+        v_p = svm.v_mm(rows, cfg.optimizer.p, cfg.solver)
+        curves["bregman_v"] = metrics.bregman(v_p, vs[:, :, None], cfg.optimizer.p)
+    return curves
+
+
+def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int, at_opt=None) -> dict:
+    """Without training: the SVMs at alpha = opt, their feasibility and ranks."""
+    opt = inst.opt[r].cpu().numpy()
+    at_opt = at_opt or solve_svms(cfg, inst, {r: opt})[r]
+    status, reason = seed_status(True, {"opt": list(at_opt.values())})
+    seconds = sum(sol.seconds for sol in at_opt.values())
+    return {
+        "seed": inst.seeds[r],
+        "status": status,
+        "reason": reason,
+        **opt_svm_columns(cfg, at_opt),
+        "opt": ",".join(map(str, opt)),
+        "svm_seconds": seconds,
+        "seconds": seconds,
+    }
+
+
+def path_tables(inst: Instances, traj: Trajectory, r: int, at_opt: dict):
+    """The 2-D path picture of seed ``r``: GD path W(k) z_i and SVM rays W^mm z_i, W^mm_* z_i
+    from ``at_opt`` = {norm: solution} at alpha = opt (``paths`` rows: seed, i,
+    kind, step, c0..c{d-1}), and the tokens (``tokens`` rows)."""
+    X, Z = (t[r].cpu().double().numpy() for t in (inst.X, inst.Z))
+    opt = inst.opt[r].cpu().numpy()
+    Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
+    n, T, d = X.shape
+    coords = [f"c{k}" for k in range(d)]
+    wz = np.einsum("cde,ne->cnd", Ws, Z)  # (C, n, d) W(k) z_i
+    frames = [
+        pd.DataFrame(wz[:, i], columns=coords).assign(i=i, kind="gd", step=traj.steps)
+        for i in range(n)
+    ]
+    for kind, name in (("w_mm", "fro"), ("w_mm_nuc", "nuc")):
+        sol = at_opt.get(name)
+        if sol is not None and sol.ok:
+            ray = pd.DataFrame(Z @ sol.W.T, columns=coords)  # (n, d) rows W^mm z_i
+            frames.append(ray.assign(i=range(n), kind=kind, step=-1))
+    paths = pd.concat(frames, ignore_index=True).assign(seed=inst.seeds[r])
+    i_idx, t_idx = np.divmod(np.arange(n * T), T)
+    tokens = pd.DataFrame(X.reshape(n * T, d), columns=[f"x{k}" for k in range(d)])
+    tokens = tokens.assign(
+        seed=inst.seeds[r],
+        i=i_idx,
+        t=t_idx,
+        Y=inst.Y[r].cpu().numpy()[i_idx],
+        gamma=inst.gamma[r].cpu().numpy().reshape(-1),
+        is_opt=t_idx == opt[i_idx],
+        **{f"z{k}": Z[i_idx, k] for k in range(d)},
+    )
+    return paths, tokens
+
+
+def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, first: int = 0):
+    """Train and analyse one batch of seeds; returns (rows, trajectory frames, extra frames).
+    ``report`` hears of its stages; ``first``: the batch's first seed's position in the job."""
+    if report is not None:
+        report.start_batch(first, first + len(seeds))
+    dtype = getattr(torch, cfg.dtype.value)
+    inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
+    if cfg.parameterization.kind == Parameterization.p:  # keys x~ = M x, the one query e_1
+        inst = inst.p_model_view(
+            key_query(cfg.parameterization.key_query, cfg.dataset.example, cfg.dataset.d)
+        )
+    opt = inst.opt.cpu().numpy()
+    if not cfg.train:
+        at_opt = solve_svms(cfg, inst, dict(enumerate(opt)), report)
+        return [analyse_svm_only(cfg, inst, r, at_opt[r]) for r in range(len(seeds))], [], {}
+    t0 = time.perf_counter()
+    params, cone_info = None, None
+    if cfg.parameterization.init == Init.cone:  # start near a local, non-global SVM direction
+        from attnsvm.train.cone import cone_params
+
+        params, cone_info = cone_params(cfg, inst)
+    if report is not None:
+        report.start_training(cfg.optimizer.steps)
+    traj = train(
+        inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer, params,
+        engine=cfg.train_engine, threads=cfg.threads, train_head=cfg.head.train, loss=cfg.loss,
+        on_steps=None if report is None else report.trained,
+    )  # fmt: skip
+    traj, inst = on_cpu(traj), on_cpu(inst)  # SVMs and metrics run on the CPU, in float64
+    train_seconds = (time.perf_counter() - t0) / len(seeds)  # the copy waits for the GPU
+    sel = traj.selected[-1].numpy()
+    at_opt = solve_svms(cfg, inst, dict(enumerate(opt)), report)
+    moved = {r: sel[r] for r in range(len(seeds)) if not np.array_equal(sel[r], opt[r])}
+    at_sel = solve_svms(cfg, inst, moved, report, "at the selected tokens")
+    if report is not None:
+        report.start_analysis()
+    rows, trajs, extra = [], [], {}
+    for r in range(len(seeds)):
+        row, tr = analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)))
+        if cone_info is not None:
+            row.update(cone_info[r], cone_converged=row["selected"] == cone_info[r]["cone_alpha"])
+        row["train_seconds"] = train_seconds
+        row["seconds"] = train_seconds + row["svm_seconds"]
+        rows.append(row)
+        trajs.append(tr)
+        if report is not None:
+            report.analysed(1)
+        if cfg.dataset.generator == Generator.paths:
+            paths, tokens = path_tables(inst, traj, r, at_opt[r])
+            extra.setdefault("paths", []).append(paths)
+            extra.setdefault("tokens", []).append(tokens)
+    return rows, trajs, extra
+
+
+def run_job(cfg: RunConfig, progress=None) -> JobResult:
+    """Run ``cfg.experiment`` (attnsvm/experiments.py: a built-in or your own module) on all
+    seeds of ``cfg``, under ``cfg.threads`` (torch and the BLAS pools numpy/scipy use)."""
+    from attnsvm.experiments import module_of
+
+    with limit_threads(cfg.threads):
+        return module_of(cfg.experiment).run_job(cfg, progress)
+
+
+def run_gd_job(cfg: RunConfig, progress=None) -> JobResult:
+    """experiment=gd: all seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the
+    config columns. ``progress(done, total)`` after each batch; a ``Progress`` also hears of
+    training steps, SVMs and metrics as they go (attnsvm/progress.py)."""
+    t0 = time.perf_counter()
+    seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)  # relu: all-positive labels skipped
+    rows, trajs, extra = [], [], {}
+    report = reporter(progress)
+    if report is not None:
+        report.start_job(len(seeds))
+    for start in range(0, len(seeds), cfg.batch_size):
+        r, t, e = run_batch(cfg, seeds[start : start + cfg.batch_size], report, start)
+        rows += r
+        trajs += t
+        for name, frames in e.items():
+            extra.setdefault(name, []).extend(frames)
+        if progress is not None:
+            progress(len(rows), len(seeds))
+    chash = config_hash(cfg)
+    cols = {**config_columns(cfg), "config_hash": chash}
+    runs = pd.DataFrame(rows).assign(**cols)
+    trajectory = pd.concat(trajs or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
+    trajectory = trajectory.assign(
+        **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
+    )
+    extra = {
+        name: pd.concat(frames, ignore_index=True).assign(config_hash=chash)
+        for name, frames in extra.items()
+    }
+    return JobResult(runs, trajectory, chash, time.perf_counter() - t0, extra)

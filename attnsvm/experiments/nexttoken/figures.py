@@ -1,0 +1,129 @@
+"""Figures and table of the nexttoken experiment (FOLLOWUPS.md §2; docs/nexttoken.md).
+
+    python -m attnsvm.figures_nexttoken outputs/sweeps/nexttoken_global  # figures + table there
+
+``nexttoken_curves.png``: like the published figures, mean ± std over instances against
+iterations of 1 - corr(W, W^svm), 1 - corr(W, W^fin + R W^svm), 1 - corr(W^svm, W - Pi_S W),
+1 - corr(W, local graph-SVM) (log scale, top) and ||Pi_S W - W^fin|| (bottom), one column per
+parameterization and graph kind (at d=8, K=6 when the sweep holds it); where mean - std < 0
+the band's floor is drawn at mean / 10 (log axis).
+``nexttoken_sweep.png`` (sweeps over d or K): the final correlations (mean ± std over ok
+instances) and the share of instances whose final attention selects the global graph's tokens
+and whose direction reached the global graph-SVM (corr >= 1 - metrics.epsilon), against d or K.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
+
+CURVES = {
+    "corr_svm": r"$W^{svm}$",
+    "corr_svm_fin": r"$W^{fin} + R\,W^{svm}$",
+    "corr_proj": r"$W^{svm}$ vs $W - \Pi_S W$",
+    "corr_local_svm": "local graph-SVM",
+}
+GROUP = ["parameterization", "dataset.graphs", "nexttoken.loss"]
+
+
+def load(sweep_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """runs and trajectory of the nexttoken jobs under ``sweep_dir``."""
+    sweep = load_sweep(sweep_dir)
+    runs = sweep.runs
+    if "corr_svm_fin" not in runs:
+        raise SystemExit(f"no nexttoken results under {sweep_dir}")
+    return runs[runs.experiment == "nexttoken"], sweep.trajectory
+
+
+def table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per config point: instances by status, final correlations (mean, std) over ok ones."""
+    keys = [*GROUP, "dataset.K", "d"]
+    ok = runs[runs.status == "ok"]
+    out = runs.groupby(keys).agg(instances=("seed", "size"))
+    for status in ("ok", "infeasible", "solver_error"):
+        out[status] = (runs.status == status).groupby([runs[k] for k in keys]).sum()
+    g = ok.groupby(keys)
+    for key in (*CURVES, "fin_dist"):
+        out[f"{key}_mean"], out[f"{key}_std"] = g[key].mean(), g[key].std()
+    out["selects_global"] = g.selects_global.mean()
+    out["reached_global"] = g.reached_global.mean()
+    return out.reset_index()
+
+
+def _pick(traj: pd.DataFrame) -> pd.DataFrame:
+    """The published point d=8, K=6 if the sweep holds it, else its first d and K."""
+    d = 8 if (traj.d == 8).any() else traj.d.min()
+    K = 6 if (traj["dataset.K"] == 6).any() else traj["dataset.K"].min()
+    return traj[(traj.d == d) & (traj["dataset.K"] == K)]
+
+
+def curves_figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
+    ok = runs.loc[runs.status == "ok", ["config_hash", "seed"]]
+    traj = _pick(traj.merge(ok, on=["config_hash", "seed"]))
+    panels = list(traj.groupby(GROUP))
+    fig, axes = plt.subplots(2, len(panels), figsize=(4.6 * len(panels), 7), squeeze=False)
+    for j, (key, sub) in enumerate(panels):
+        ax = axes[0, j]
+        for name, label in CURVES.items():
+            err = (1 - sub[name]).groupby(sub.step)
+            mean, std = err.mean(), err.std().fillna(0)
+            ax.plot(mean.index, mean.values, label=label)
+            low = (mean - std).where(mean - std > 0, mean / 10)  # log axis: floor at mean / 10
+            ax.fill_between(mean.index, low, mean + std, alpha=0.15)
+        title = ", ".join(map(str, key))
+        ax.set(yscale="log", title=f"{title} ({sub.seed.nunique()} ok)", xlabel="iterations")
+        ax.grid(alpha=0.4)
+        ax.legend(fontsize=8)
+        g = sub.fin_dist.groupby(sub.step)
+        axes[1, j].plot(g.mean().index, g.mean().values, color="k")
+        axes[1, j].fill_between(
+            g.mean().index, g.mean() - g.std().fillna(0), g.mean() + g.std().fillna(0), alpha=0.2
+        )
+        axes[1, j].set(xlabel="iterations")
+        axes[1, j].grid(alpha=0.4)
+    axes[0, 0].set_ylabel("1 - corr (mean ± std over instances)")
+    axes[1, 0].set_ylabel(r"$\|\Pi_S W - W^{fin}\|$")
+    save_figure(fig, path)
+
+
+def sweep_figure(tab: pd.DataFrame, axis: str, path: Path) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for key, sub in tab.groupby(GROUP):
+        sub = sub.sort_values(axis)
+        label = ", ".join(map(str, key))
+        axes[0].errorbar(sub[axis], sub.corr_svm_mean, sub.corr_svm_std, capsize=3, label=label)
+        axes[1].plot(sub[axis], sub.selects_global, "o-", label=f"{label}: selects global")
+        axes[1].plot(sub[axis], sub.reached_global, "s--", label=f"{label}: corr ≥ 1 - ε")
+    axes[0].set(xlabel=axis, ylabel="final corr(W, W^svm) (mean ± std, ok instances)")
+    axes[1].set(xlabel=axis, ylabel="share of ok instances", ylim=(-0.05, 1.05))
+    for ax in axes:
+        ax.grid(alpha=0.4)
+        ax.legend(fontsize=7)
+    save_figure(fig, path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    sweep_dir, out = figure_cli(__doc__, argv)
+    runs, traj = load(sweep_dir)
+    tab = table(runs)
+    tab.to_csv(out / "nexttoken_table.csv", index=False)
+    curves_figure(runs, traj, out / "nexttoken_curves.png")
+    written = [out / "nexttoken_curves.png"]
+    for axis in ("d", "dataset.K"):
+        if tab[axis].nunique() > 1:
+            sweep_figure(tab, axis, out / "nexttoken_sweep.png")
+            written.append(out / "nexttoken_sweep.png")
+            break
+    print(tab.to_string(index=False))
+    print("figures: " + ", ".join(map(str, written)))
+
+
+if __name__ == "__main__":
+    main()

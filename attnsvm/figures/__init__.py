@@ -1,0 +1,1 @@
+"""attnsvm.figures.common."""

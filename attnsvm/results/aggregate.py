@@ -1,0 +1,332 @@
+"""Sweep directory -> one tidy frame -> summary tables and figures.
+
+    python -m attnsvm.run -m +sweeps=rank
+    python -m attnsvm.aggregate outputs/sweeps/rank            # writes outputs/sweeps/rank/summary/
+    python -m attnsvm.aggregate outputs/sweeps/rank --out docs/figures/rank
+
+Every ``job.json`` below the sweep directory marks one job (directory names are never parsed).
+Jobs are de-duplicated by config hash, keeping the newest finished one; failed and unfinished
+jobs are reported, never fatal. Written to ``--out`` (default ``SWEEP_DIR/summary``):
+
+* ``all_runs.parquet``: every seed's row of every job, the swept keys as columns;
+* ``summary.parquet`` / ``summary.csv``: one row per config point: seed counts, feasible and
+  convergence-type counts, mean / std / count of each metric (ranks over feasible seeds only);
+* figures (PNG and PDF) chosen by what the sweep holds (``attnsvm.figures.common``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from attnsvm.config import ConfigError
+from attnsvm.config.input_checks import check_writable_dir
+from attnsvm.metrics import CONV_TYPES
+from attnsvm.results import store as results
+from attnsvm.results.integrity import verified
+from attnsvm.results.store import JOB, RUNS, TRAJECTORY, flatten
+
+# short names the pipeline writes next to the dotted config keys they duplicate
+SHORT_KEYS = {
+    "dataset.n": "n",
+    "dataset.T": "T",
+    "dataset.d": "d",
+    "dataset.attention": "attention",
+    "parameterization.kind": "parameterization",
+    "head.kind": "head",
+    "optimizer.kind": "optimizer",
+    "loss": "loss_function",  # the run key; column "loss" is the loss's value
+}
+PER_JOB_KEYS = ("seeds", "seed", "threads", "batch_size")  # not a config point's identity
+METRICS = (
+    "rank_fro",
+    "rank_nuc",
+    "corr_fro",
+    "corr_nuc",
+    "corr_fro_opt",
+    "corr_nuc_opt",
+    "softmax_max",
+    "softmax_min",
+    "w_norm",
+    "loss",
+    "grad_norm",
+    "norm_fro",
+    "norm_nuc",
+    "seconds",
+)
+FEASIBLE_ONLY = ("rank_", "norm_")  # SVM ranks and norms: defined for feasible seeds only
+CONV_COLUMNS = {kind: kind.replace(" ", "_") for kind in CONV_TYPES}  # conv_type -> column
+AXES = ("n", "T", "d")  # always summary columns, swept or not
+
+
+class AggregateError(RuntimeError):
+    """The directory holds no attnsvm results; the message says what was looked for."""
+
+
+@dataclass
+class Sweep:
+    """The de-duplicated results of one sweep directory."""
+
+    runs: pd.DataFrame  # one row per (job, seed)
+    trajectory: pd.DataFrame  # one row per (job, seed, checkpoint)
+    extra: dict[str, pd.DataFrame]  # further tables by name (paths, tokens, ...)
+    jobs: pd.DataFrame  # one row per job.json found: dir, config_hash, status, used
+    swept: list[str] = field(default_factory=list)  # config columns that vary across jobs
+
+    @property
+    def keys(self) -> list[str]:
+        """The main axes, then the other swept keys: the columns naming a config point (the
+        parameterization only where something was trained)."""
+        axes = [*AXES, "parameterization"] if "conv_type" in self.runs else [*AXES]
+        return [*axes, *(k for k in self.swept if k not in axes)]
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """One row per config point: seed counts and mean / std / count of each metric (the
+        table ``python -m attnsvm.aggregate`` writes as summary.parquet)."""
+        return summarize(self.runs, self.keys) if not self.runs.empty else pd.DataFrame()
+
+    @property
+    def failed(self) -> pd.DataFrame:
+        return self.jobs[self.jobs.status == "failed"]
+
+    @property
+    def unfinished(self) -> pd.DataFrame:
+        return self.jobs[~self.jobs.status.isin(["finished", "failed"])]
+
+
+def scan_jobs(sweep_dir: Path) -> pd.DataFrame:
+    """One row per job.json below ``sweep_dir``: where, which config, status, timings."""
+    rows = [
+        {
+            "dir": str(job_dir),
+            "config_hash": job.get("config_hash"),
+            "status": job.get("status", "unknown"),
+            "started": job.get("started", 0.0),
+            "seconds": job.get("seconds"),
+            "error": job.get("error", ""),
+            "config": job.get("config", {}),
+        }
+        for job_dir, job in map(verified, results.scan_jobs(sweep_dir))  # broken: not used
+    ]
+    return pd.DataFrame(
+        rows, columns=["dir", "config_hash", "status", "started", "seconds", "error", "config"]
+    )
+
+
+def newest_finished(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The newest finished job of each config hash (a re-run sweep leaves older copies)."""
+    done = jobs[jobs.status == "finished"].sort_values("started")
+    return done.drop_duplicates("config_hash", keep="last")
+
+
+def config_keys(jobs: pd.DataFrame) -> list[str]:
+    """Column names of the config keys, short names in place of the keys they duplicate."""
+    keys: list[str] = []
+    for cfg in jobs.config:
+        for k in flatten(cfg):
+            name = SHORT_KEYS.get(k, k)
+            if k not in PER_JOB_KEYS and name not in keys:
+                keys.append(name)
+    return keys
+
+
+def swept_keys(runs: pd.DataFrame, keys: list[str]) -> list[str]:
+    """Config columns that take more than one value across the sweep's jobs."""
+    per_job = runs.drop_duplicates("config_hash")
+    return [k for k in keys if k in per_job and per_job[k].astype(str).nunique() > 1]
+
+
+def _read_tables(job_dirs: list[str], name: str) -> pd.DataFrame:
+    frames = [pd.read_parquet(Path(d) / name) for d in job_dirs if (Path(d) / name).exists()]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def load_sweep(sweep_dir: str | Path) -> Sweep:
+    """Read every finished job below ``sweep_dir`` into one Sweep (raises AggregateError)."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise AggregateError(f"{sweep_dir} is not a directory")
+    jobs = scan_jobs(sweep_dir)
+    if jobs.empty:
+        raise AggregateError(
+            f"no {JOB} found below {sweep_dir}: not an attnsvm sweep or run directory "
+            "(expected the output of `python -m attnsvm.run -m ...`)"
+        )
+    used = newest_finished(jobs)
+    jobs["used"] = jobs.dir.isin(used.dir)
+    dirs = list(used.dir)
+    runs = _read_tables(dirs, RUNS)
+    trajectory = _read_tables(dirs, TRAJECTORY)
+    extra_names = sorted(
+        {p.name for d in dirs for p in Path(d).glob("*.parquet")} - {RUNS, TRAJECTORY}
+    )
+    extra = {Path(n).stem: _read_tables(dirs, n) for n in extra_names}
+    sweep = Sweep(runs, trajectory, extra, jobs)
+    if not runs.empty:
+        sweep.swept = swept_keys(runs, config_keys(used))
+        for name, table in [("trajectory", trajectory), *extra.items()]:
+            _add_swept(sweep, name, table)
+    return sweep
+
+
+def _add_swept(sweep: Sweep, name: str, table: pd.DataFrame) -> None:
+    """Give a per-job table every key column of the sweep (joined on config_hash)."""
+    if table.empty or "config_hash" not in table:
+        return
+    missing = [k for k in sweep.keys if k not in table]
+    if missing:
+        keys = sweep.runs.drop_duplicates("config_hash")[["config_hash", *missing]]
+        table = table.merge(keys, on="config_hash", how="left")
+    if name == "trajectory":
+        sweep.trajectory = table
+    else:
+        sweep.extra[name] = table
+
+
+def metric_columns(runs: pd.DataFrame) -> list[tuple[str, bool]]:
+    """(column, feasible seeds only?) of every metric in ``runs``: METRICS, then those of each
+    further SVM norm the job solved (``solver.norms``: a ``svm_status_<norm>`` column each)."""
+    names = [m for m in METRICS if m in runs]
+    for col in runs.columns:
+        norm = col.removeprefix("svm_status_")
+        if col.startswith("svm_status_") and f"rank_{norm}" not in METRICS:
+            names += [f"{k}_{norm}{s}" for k, s in (("rank", ""), ("corr", ""), ("corr", "_opt"))]
+            names += [f"norm_{norm}"]
+    return [(m, m.startswith(FEASIBLE_ONLY)) for m in names if m in runs]
+
+
+def summarize(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """One row per config point (``by`` + config_hash): counts, and mean / std / count of each
+    metric. Rank and SVM-norm statistics use feasible seeds only (infeasible ones have none)."""
+    keys = [*by, "config_hash"]
+    rows = []
+    for point, g in runs.groupby(keys, sort=True, dropna=False):
+        row = dict(zip(keys, point if isinstance(point, tuple) else (point,), strict=True))
+        row["seeds"] = len(g)
+        row["ok"] = int((g.status == "ok").sum())
+        feasible = g[g.feasible.astype(bool)] if "feasible" in g else g
+        row["feasible"] = len(feasible)
+        row["feasible_rate"] = len(feasible) / len(g)
+        if "conv_type" in g:  # blank where the classification does not apply (regpath, SVMs)
+            classified = g.conv_type.notna().any()
+            for kind, col in CONV_COLUMNS.items():
+                row[col] = int((g.conv_type == kind).sum()) if classified else None
+                row[f"{col}_share"] = row[col] / len(g) if classified else None
+        for m, feasible_only in metric_columns(g):
+            col = pd.to_numeric((feasible if feasible_only else g)[m], errors="coerce")
+            row[f"{m}_mean"] = col.mean()
+            row[f"{m}_std"] = col.std()
+            row[f"{m}_count"] = int(col.count())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary_table(summary: pd.DataFrame, by: list[str]) -> str:
+    """The summary's headline columns as readable text."""
+    cols = [*by, "seeds", "feasible"]
+    if "global" in summary:
+        cols += [*CONV_COLUMNS.values(), "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean"]
+    else:
+        cols += ["rank_fro_mean", "rank_fro_std", "rank_nuc_mean", "rank_nuc_std"]
+    cols = [c for c in cols if c in summary]
+    return summary[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}")
+
+
+def job_report(sweep: Sweep) -> str:
+    """Counts of jobs by status, and which failed (with their errors) or did not finish."""
+    j = sweep.jobs
+    lines = [
+        f"jobs: {len(j)} found, {int(j.used.sum())} used"
+        + "".join(f", {v} {k}" for k, v in j.status.value_counts().sort_index().items())
+    ]
+    for _, job in sweep.failed.iterrows():
+        lines.append(f"  FAILED {job.dir} ({job.config_hash}): {job.error}")
+    for _, job in sweep.unfinished.iterrows():
+        lines.append(
+            f"  not finished ({job.status}): {job.dir}" + f"  {job.error}" * bool(job.error)
+        )
+    return "\n".join(lines)
+
+
+def figure_cli(doc: str, argv: list[str] | None) -> tuple[Path, Path]:
+    """``SWEEP_DIR [--out DIR]`` of the experiment-specific figure commands; creates DIR."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("sweep_dir", type=Path)
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default SWEEP_DIR/summary)"
+    )
+    args = parser.parse_args(argv)
+    out = args.out or args.sweep_dir / "summary"  # where `attnsvm.results.aggregate` writes too
+    out.mkdir(parents=True, exist_ok=True)
+    return args.sweep_dir, out
+
+
+def save_figure(fig, path: Path, dpi: int = 120) -> None:
+    """Lay out, write and close ``fig``: the last lines of every figure command's figures."""
+    import matplotlib.pyplot as plt  # the figure modules chose the backend before
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
+def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: bool = True):
+    """Load, summarise and plot a sweep; returns (Sweep, summary frame, written paths)."""
+    sweep = load_sweep(sweep_dir)
+    key = "--out" if out is not None else "--out (default SWEEP_DIR/summary)"
+    out = Path(out) if out is not None else Path(sweep_dir) / "summary"
+    try:
+        check_writable_dir(out, key)  # a read-only sweep: one line, before any work
+    except ConfigError as exc:
+        raise AggregateError(str(exc)) from None
+    written = []
+    if sweep.runs.empty:
+        return sweep, pd.DataFrame(), written
+    summary = sweep.summary
+    sweep.runs.to_parquet(out / "all_runs.parquet", index=False)
+    summary.to_parquet(out / "summary.parquet", index=False)
+    summary.round(6).to_csv(out / "summary.csv", index=False)
+    written += [out / "all_runs.parquet", out / "summary.parquet", out / "summary.csv"]
+    if figures:
+        from attnsvm.figures.common import draw_all
+
+        written += draw_all(sweep, summary, out)
+    return sweep, summary, written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m attnsvm.aggregate",
+        description="Summary tables and figures of an attnsvm sweep (or run) directory.",
+    )
+    parser.add_argument("sweep_dir", help="a directory written by `python -m attnsvm.run -m`")
+    parser.add_argument("--out", help="output directory (default: SWEEP_DIR/summary)")
+    parser.add_argument("--no-figures", action="store_true", help="tables only")
+    args = parser.parse_args(argv)
+    try:
+        sweep, summary, written = aggregate(args.sweep_dir, args.out, not args.no_figures)
+    except AggregateError as exc:
+        print(f"attnsvm.aggregate: {exc}", file=sys.stderr)
+        return 2
+    print(job_report(sweep))
+    if summary.empty:
+        print("no finished job yet: nothing to summarise")
+        return 1
+    print(f"swept keys: {', '.join(sweep.swept) or '(none)'}")
+    print(summary_table(summary, sweep.keys))
+    for path in written:
+        print(f"  wrote {path}")
+    from attnsvm.results.sweep_report import write_report
+
+    print(f"report: {write_report(args.sweep_dir, args.out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

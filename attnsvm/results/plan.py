@@ -1,0 +1,93 @@
+"""Dry run of a sweep: which jobs would run, which are skipped, which configs are invalid.
+
+    python -m attnsvm.run -m dataset.d=2,4,8 hydra/launcher=dryrun hydra.sweep.dir=DIR
+
+The launcher ``dryrun`` (hydra_plugins/attnsvm_dryrun) expands the sweep exactly as a real
+launcher would, and calls :func:`plan_job` for every job instead of running it. At the end of
+a real sweep, :class:`SweepSummary` prints its jobs by status, failed ones with their error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from attnsvm.config import ConfigError, to_run_config
+from attnsvm.results.store import config_hash, find_finished, read_job, scan_jobs
+
+RUN, RERUN, SKIP, INVALID = "run", "rerun", "skip", "invalid"
+
+
+@dataclass
+class PlannedJob:
+    num: int
+    action: str  # run | rerun | skip | invalid
+    config_hash: str
+    job_dir: str
+    note: str
+    overrides: str
+
+
+def plan_job(cfg: DictConfig, num: int, out: Path, sweep_dir: Path, overrides: str) -> PlannedJob:
+    """What ``python -m attnsvm.run`` would do with job ``num`` of a sweep (run.execute's rules)."""
+    try:
+        run = to_run_config(cfg)
+        chash = config_hash(run)  # as run.execute: resolving engine=auto may refuse the build
+    except ConfigError as exc:
+        return PlannedJob(num, INVALID, "", str(out), str(exc), overrides)
+    done = find_finished(chash, out, sweep_dir)
+    if done is not None:
+        return PlannedJob(num, SKIP, chash, str(done), "finished", overrides)
+    job = read_job(out)
+    if job is None:
+        return PlannedJob(num, RUN, chash, str(out), "new", overrides)
+    if job.get("config_hash") == chash:
+        return PlannedJob(num, RERUN, chash, str(out), f"was {job.get('status')}", overrides)
+    alt = out.with_name(f"{out.name}-{chash}")
+    note = f"{out.name} holds config {job.get('config_hash')}"
+    return PlannedJob(num, RUN, chash, str(alt), note, overrides)
+
+
+def format_plan(jobs: list[PlannedJob], sweep_dir: Path) -> str:
+    """One line per job and a count per action."""
+    lines = [f"attnsvm dry run of the sweep in {sweep_dir} (nothing is run):"]
+    for j in jobs:
+        where = Path(j.job_dir).name if Path(j.job_dir).parent == Path(sweep_dir) else j.job_dir
+        lines.append(
+            f"  #{j.num:<4} {j.action:<8} {j.config_hash or '-':<16}  {where:<24} "
+            f"{j.note}  [{j.overrides}]"
+        )
+    counts = {a: sum(j.action == a for j in jobs) for a in (RUN, RERUN, SKIP, INVALID)}
+    lines.append("  total: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return "\n".join(lines)
+
+
+def sweep_status(sweep_dir: Path) -> dict[str, list[tuple[Path, dict]]]:
+    """The jobs under ``sweep_dir`` grouped by the status their job.json records."""
+    out: dict[str, list[tuple[Path, dict]]] = {}
+    for job_dir, job in scan_jobs(sweep_dir):
+        out.setdefault(job.get("status", "unknown"), []).append((job_dir, job))
+    return out
+
+
+def format_sweep_status(sweep_dir: Path) -> str:
+    """One line of counts, then one line per failed or unfinished job with its error."""
+    jobs = sweep_status(sweep_dir)
+    counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(jobs.items()))
+    lines = [f"attnsvm sweep {sweep_dir}: {counts or 'no jobs'}"]
+    for status in sorted(set(jobs) - {"finished"}):
+        for job_dir, job in jobs[status]:
+            lines.append(f"  {status}: {job_dir}  {job.get('error', '')}".rstrip())
+    return "\n".join(lines)
+
+
+class SweepSummary(Callback):
+    """Hydra callback (conf/config.yaml): at the end of a sweep, print its jobs by status."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        if str(config.hydra.launcher.get("_target_", "")).endswith("DryRunLauncher"):
+            return
+        print(format_sweep_status(Path(str(config.hydra.sweep.dir))), flush=True)

@@ -1,0 +1,262 @@
+"""The result contract on disk: runs.parquet, trajectory.parquet, job.json, written atomically.
+
+A job's identity is the hash of its resolved config less the keys that cannot change a number
+(threads, batch_size, progress_interval). Each file is written to a temporary name and renamed,
+and job.json comes last, so a job killed at any instant leaves either complete results or none.
+
+In a sweep, a finished job also drops a marker ``<sweep dir>/.finished/<hash>`` naming its job
+directory, so a re-run finds finished work by config hash, whatever job number or directory the
+launcher gives it this time:
+
+    done = find_finished(chash, job_dir, sweep_dir)   # Path of the finished results, or None
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+
+import pandas as pd
+
+from attnsvm.results.integrity import record_files, verify_files
+
+RUNS, TRAJECTORY, JOB = "runs.parquet", "trajectory.parquet", "job.json"
+FINISHED_INDEX = ".finished"  # in a sweep dir: one file per finished config hash
+NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval")
+
+
+def plain(obj):
+    """Dataclasses and enums as JSON-ready dicts and strings."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    return obj
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1}."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(flatten(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out
+
+
+# Keys added after results were first written: at these defaults they change no number, so
+# they stay out of the hash and earlier sweeps keep their identities (resume, skip).
+HASH_NEUTRAL_DEFAULTS = {
+    "dataset": {
+        "path": None,
+        "sha256": None,
+        "target": None,
+        "kwargs": {},
+        "K": None,
+        "embedding": "random",
+        "rho": 0.5,
+        "draws": "per_seed",
+        "notebook": "global",
+        "graphs": "cyclic",
+        "ids": None,
+        "labels": None,
+        "example": None,
+        "classes": [0, 1],
+        "patch": 4,
+        "positions": False,
+    },
+    "parameterization": {"key_query": None},
+    "head": {"kwargs": {}, "train": False},
+    "optimizer": {
+        "kwargs": {},
+        "p": 2.0,
+        "normalize": True,
+        "betas": [0.9, 0.999],
+        "gradient": "exact",
+    },
+    "solver": {"norms": ["fro", "nuc"]},
+    "metrics": {"window": 0.5, "gap_shrink": 0.1},
+    "": {"loss": "logistic"},  # run-level keys
+}
+
+# Config groups added later: at their defaults the whole group stays out of the hash.
+HASH_NEUTRAL_GROUPS = ("nexttoken",)
+
+
+def config_hash(cfg) -> str:
+    """Stable 16-hex-digit identity of a run config (results-relevant keys only).
+
+    ``engine`` enters as the engine that trains (``auto`` resolved), so results of the fused
+    and the torch engine never share a hash, and ``auto`` and the engine it picks do."""
+    d = plain(cfg)
+    for k in NON_RESULT_KEYS:
+        d.pop(k, None)
+    for group, defaults in HASH_NEUTRAL_DEFAULTS.items():
+        for k, default in defaults.items():
+            where = d if group == "" else d.get(group)
+            if where is not None and where.get(k, default) == default:
+                where.pop(k, None)
+    for group in HASH_NEUTRAL_GROUPS:
+        if group in d and d[group] == plain(type(getattr(cfg, group))()):
+            d.pop(group)
+    if "engine" in d:
+        d["engine"] = plain(cfg.train_engine)
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _atomic(path: Path, write) -> None:
+    """``write(tmp)`` then rename over ``path``: readers see the old file or the new one.
+
+    The temporary file is created with mode 0666 less the umask (0644 under umask 022), like
+    any file the user writes; mkstemp's private 0600 would hide results from collaborators."""
+    tmp = str(path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp")
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_table(df: pd.DataFrame, path: Path) -> None:
+    _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False))
+
+
+def write_json(obj: dict, path: Path) -> None:
+    def dump(tmp):
+        with open(tmp, "w") as fh:
+            json.dump(obj, fh, indent=2, default=str)
+
+    _atomic(Path(path), dump)
+
+
+def read_job(job_dir: Path) -> dict | None:
+    """job.json of ``job_dir``, or None when there is none (or it is not valid JSON)."""
+    path = Path(job_dir) / JOB
+    try:
+        with open(path) as fh:
+            job = json.load(fh)
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
+        return None
+    return job if isinstance(job, dict) else None  # e.g. `[]`: not a record of ours
+
+
+def scan_jobs(sweep_dir: Path) -> Iterator[tuple[Path, dict]]:
+    """(job dir, job.json record) for every job below ``sweep_dir``, in path order; a file
+    that cannot be read gives status ``unreadable``, so summaries list it instead of losing it."""
+    for path in sorted(Path(sweep_dir).rglob(JOB)):
+        try:
+            with open(path) as fh:
+                job = json.load(fh)
+        except (OSError, json.JSONDecodeError) as exc:
+            job = {"status": "unreadable", "error": repr(exc)}
+        yield path.parent, job if isinstance(job, dict) else {"status": "unreadable"}
+
+
+def claims_finished(job_dir: Path, chash: str) -> dict | None:
+    """job.json of ``job_dir`` when it says config ``chash`` finished there (files unchecked)."""
+    job = read_job(job_dir)
+    ok = job is not None and job.get("config_hash") == chash and job.get("status") == "finished"
+    return job if ok else None
+
+
+def is_finished(job_dir: Path, chash: str) -> bool:
+    """Complete results for this config hash exist in ``job_dir``: job.json says finished and
+    every result file matches what it recorded (``attnsvm.results.integrity``)."""
+    job = claims_finished(job_dir, chash)
+    return job is not None and verify_files(job_dir, job, (RUNS, TRAJECTORY)) is None
+
+
+def mark_finished(sweep_dir: Path, chash: str, job_dir: Path) -> None:
+    """Record in the sweep's index that ``job_dir`` holds the finished results of ``chash``."""
+    index = Path(sweep_dir) / FINISHED_INDEX
+    index.mkdir(parents=True, exist_ok=True)
+    rel = os.path.relpath(Path(job_dir).resolve(), Path(sweep_dir).resolve())
+
+    def dump(tmp):
+        with open(tmp, "w") as fh:
+            fh.write(rel + "\n")
+
+    _atomic(index / chash, dump)
+
+
+def find_finished(chash: str, job_dir: Path, sweep_dir: Path | None = None) -> Path | None:
+    """Where the finished results of config ``chash`` are: ``job_dir`` itself, else the job
+    directory the sweep's index names for this hash (verified, never trusted blindly)."""
+    if is_finished(job_dir, chash):
+        return Path(job_dir)
+    if sweep_dir is None:
+        return None
+    marker = Path(sweep_dir) / FINISHED_INDEX / chash
+    try:
+        target = Path(sweep_dir) / marker.read_text().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return target if is_finished(target, chash) else None
+
+
+def find_broken(chash: str, job_dir: Path, sweep_dir: Path | None = None):
+    """(directory, what is wrong) of a job of ``chash`` that says it finished but whose files
+    fail verification: ``job_dir`` itself, else where the sweep's index points; or None."""
+    places = [Path(job_dir)]
+    if sweep_dir is not None:
+        try:
+            marker = Path(sweep_dir) / FINISHED_INDEX / chash
+            places.append(Path(sweep_dir) / marker.read_text().strip())
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+    for place in places:
+        job = claims_finished(place, chash)
+        problem = None if job is None else verify_files(place, job, (RUNS, TRAJECTORY))
+        if problem is not None:
+            return place, problem
+    return None
+
+
+def remove_stale_temps(job_dir: Path) -> list[Path]:
+    """Delete temporary files a killed writer left in ``job_dir``; returns what was removed."""
+    stale = [p for p in Path(job_dir).glob(".*.tmp") if p.is_file()]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale
+
+
+def job_record(cfg) -> dict:
+    """job.json's identity part: config hash, resolved config, package versions, start time."""
+    from attnsvm.results.versions import versions
+
+    return {
+        "config_hash": config_hash(cfg),
+        "config": plain(cfg),
+        "versions": versions(),
+        "started": time.time(),
+    }
+
+
+def write_result(out: Path, job: dict, result) -> None:
+    """The result contract of a finished job (a ``pipeline.JobResult``): runs.parquet,
+    trajectory.parquet, any extra tables, then job.json saying ``finished`` (written last)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_table(result.runs, out / RUNS)
+    write_table(result.trajectory, out / TRAJECTORY)
+    names = [RUNS, TRAJECTORY]
+    for name, table in result.extra.items():  # e.g. paths.parquet, tokens.parquet
+        write_table(table, out / f"{name}.parquet")
+        names.append(f"{name}.parquet")
+    seed_status = result.runs.status.value_counts().to_dict()
+    files = record_files(out, names)  # what a re-run verifies before it skips this job
+    write_json(
+        {**job, "status": "finished", "seconds": result.seconds, "seed_status": seed_status,
+         "files": files},
+        out / JOB,
+    )  # fmt: skip

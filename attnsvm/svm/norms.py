@@ -1,0 +1,213 @@
+"""SVM norms: which attention SVMs a job solves, ``solver.norms`` (default ``[fro, nuc]``).
+
+Every norm N of the attention SVM  min ||W||_N  s.t.  (x_{i alpha_i} - x_it)^T W z_i >= 1  is
+one object with
+
+    name                                  # its spelling in config; columns use ``column(name)``
+    solve(problems, cfg) -> [SVMSolution]  # problems: [(X, Z, alpha)], all feasible; batched
+    value(W) -> float                     # ||W||_N, the ``norm_<N>`` column; built-ins also
+                                          # take a stack (..., d, d) (``values``)
+    uses_fro = True                       # optional: solve(..., fro=[the Frobenius SVMs])
+
+The Frobenius SVM is always solved first: its exact dual decides feasibility (the same for every
+norm), the support tokens and local optimality; every other norm is solved only where it is
+feasible. Your own: ``solver.norms=[fro,nuc,mylab.norms.make]`` with ``make(cfg) -> norm``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import cvxpy as cp
+import numpy as np
+
+from attnsvm.config import Backend, ConfigError, SolverConfig, lp_exponent
+from attnsvm.config.plugins import load_object
+from attnsvm.svm import cvx
+from attnsvm.svm import solve as svm
+
+
+def column(name: str) -> str:
+    """The column suffix of norm ``name``: no dots, so ``l1.75`` is ``l1p75``."""
+    return name.replace(".", "p")
+
+
+class Frobenius:
+    """W^mm: exact, by the non-negative least-squares dual (svm.w_mm)."""
+
+    name = "fro"
+
+    def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
+        return [svm.w_mm(X, Z, alpha, cfg) for X, Z, alpha in problems]
+
+    def value(self, W: np.ndarray) -> np.ndarray:
+        if W.ndim == 2:  # np.linalg.norm's own (dot-product) sum, as norm_fro always had
+            return np.linalg.norm(W)
+        return np.linalg.norm(W, axis=(-2, -1))
+
+
+class Nuclear:
+    """W^mm_*: the batched interior point (solver.backend=IPM) or one cvxpy model each."""
+
+    name = "nuc"
+    uses_fro = True  # solve_all passes the Frobenius SVMs: a large instance's working set
+
+    def solve(self, problems, cfg: SolverConfig, fro=None) -> list[svm.SVMSolution]:
+        if cfg.backend == Backend.IPM:
+            return svm.w_mm_nuc_batch(problems, cfg, feasible=[True] * len(problems), fro=fro)
+        return [svm.w_mm_nuc(X, Z, alpha, cfg) for X, Z, alpha in problems]
+
+    def value(self, W: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(W, "nuc", axis=(-2, -1))
+
+
+class Spectral:
+    """min ||W||_2 (largest singular value): an SDP in the reduced space (svm.reduced_cvx_svm),
+    the conjectured limit of spectral steepest descent. Its optimum need not be unique.
+    Clarabel often cannot certify it at 1e-10: a second solve at 1e-8 (cvx.solve_laddered)."""
+
+    name = "spectral"
+
+    def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
+        return [
+            _timed(svm.reduced_cvx_svm, X, Z, alpha, cfg, "spectral", True)
+            for X, Z, alpha in problems
+        ]
+
+    def value(self, W: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(W, 2, axis=(-2, -1))
+
+
+class Entrywise:
+    """min ||vec W||_p, the lp-SVM of lp mirror descent (p = inf: the max-norm SVM of sign
+    descent). p = 1 and p = inf are LPs solved exactly (cvx.solve_lp, a vertex: one of
+    possibly many optima); 1 < p < inf a power-cone program through the cvxpy gateway, one
+    compiled model per constraint shape, re-solved with new data."""
+
+    def __init__(self, name: str, p: float):
+        self.name, self.p = name, p
+        self._models: dict[tuple[int, int], tuple] = {}
+
+    def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
+        return [_timed(self._solve_one, X, Z, alpha, cfg) for X, Z, alpha in problems]
+
+    def value(self, W: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(W.reshape(*W.shape[:-2], -1), self.p, axis=-1)
+
+    def _solve_one(self, X, Z, alpha, cfg: SolverConfig) -> svm.SVMSolution:
+        dx, zq, _ = svm.constraints(X, Z, alpha)
+        A = np.einsum("jk,jl->jkl", dx, zq).reshape(len(dx), -1)  # <A_j, W> = A vec(W), row-major
+        d = X.shape[-1]
+        if np.isinf(self.p) or self.p == 1:
+            status, w, reason = _lp_svm(A, self.p)
+        else:
+            status, w, reason = self._cone_svm(A, cfg)
+        if w is None:
+            return svm.SVMSolution(self.name, status, reason=reason)
+        sol = svm.SVMSolution(self.name, status, W=w.reshape(d, d), reason=reason)
+        return svm.check_solution(sol, X, Z, alpha, cfg)
+
+    def _cone_svm(self, A: np.ndarray, cfg: SolverConfig):
+        key = A.shape
+        if key not in self._models:
+            A_par, w = cp.Parameter(key), cp.Variable(key[1])
+            problem = cp.Problem(cp.Minimize(cp.pnorm(w, self.p)), [A_par @ w >= 1])
+            self._models[key] = (problem, A_par, w)
+        problem, A_par, w = self._models[key]
+        A_par.value = A
+        status, reason = cvx.solve_laddered(problem, cfg)
+        return status, None if w.value is None else np.array(w.value), reason
+
+
+def _lp_svm(A: np.ndarray, p: float):
+    """min ||w||_1 or ||w||_inf s.t. A w >= 1 as an LP over (w, t): |w_k| <= t_k (l1, min
+    sum t) or |w_k| <= t (max norm, min t)."""
+    m, D = A.shape
+    k = D if p == 1 else 1  # slack variables
+    expand = np.eye(D) if p == 1 else np.ones((D, 1))  # t_k or t, per entry of w
+    A_ub = np.block([[np.eye(D), -expand], [-np.eye(D), -expand], [-A, np.zeros((m, k))]])
+    b_ub = np.concatenate([np.zeros(2 * D), -np.ones(m)])
+    c = np.concatenate([np.zeros(D), np.ones(k)])
+    status, x, reason = cvx.solve_lp(c, A_ub, b_ub)
+    return status, None if x is None else x[:D], reason
+
+
+def _timed(solve, *args) -> svm.SVMSolution:
+    t0 = time.perf_counter()
+    sol = solve(*args)
+    sol.seconds = time.perf_counter() - t0
+    return sol
+
+
+BUILTIN = {norm.name: norm for norm in (Frobenius, Nuclear, Spectral)}
+
+
+def make_norm(name: str, cfg: SolverConfig):
+    """The norm called ``name`` in ``solver.norms``: a built-in, or your factory's, whose
+    ``name`` attribute (letters, digits, _) names its columns."""
+    if name in BUILTIN:
+        return BUILTIN[name]()
+    if name == "max":
+        return Entrywise("max", np.inf)
+    if lp_exponent(name) == 2:  # the entrywise l2 norm is Frobenius: its exact solver
+        fro = Frobenius()
+        fro.name = name
+        return fro
+    if lp_exponent(name) is not None:
+        return Entrywise(name, lp_exponent(name))
+    norm = load_object(name, "solver.norms")(cfg)
+    if not re.fullmatch(r"[A-Za-z]\w*", str(getattr(norm, "name", ""))):
+        raise ConfigError(
+            f"solver.norms: {name} made a norm without a valid `name` attribute (letters, "
+            f"digits and _; it names the columns corr_<name>, rank_<name>, ...)"
+        )
+    return norm
+
+
+def make_norms(cfg: SolverConfig) -> list:
+    """The configured norms, Frobenius first (config.SolverConfig puts it there)."""
+    made = [make_norm(name, cfg) for name in cfg.norms]
+    names = [column(norm.name) for norm in made]
+    if len(set(names)) < len(names):
+        raise ConfigError(f"solver.norms={cfg.norms}: two norms share a column name: {names}")
+    return made
+
+
+def values(norm, Ws: np.ndarray) -> np.ndarray:
+    """||W||_N of every W of a stack (..., d, d): one call for the built-ins, else a loop."""
+    if isinstance(norm, (Frobenius, Nuclear, Spectral, Entrywise)):
+        return norm.value(Ws)
+    flat = Ws.reshape(-1, *Ws.shape[-2:])
+    return np.array([float(norm.value(W)) for W in flat]).reshape(Ws.shape[:-2])
+
+
+def infeasible(name: str, reason: str = "Frobenius SVM infeasible") -> svm.SVMSolution:
+    """The solution of a norm that is not solved because no W separates alpha."""
+    return svm.SVMSolution(name, svm.INFEASIBLE, reason=reason)
+
+
+def solve_all(norms: list, problems: list, cfg: SolverConfig) -> list[dict]:
+    """Every norm's SVM of every problem (X, Z, alpha): [{name: SVMSolution}], one dict per
+    problem. The Frobenius SVM (``norms[0]``) decides feasibility; each other norm solves its
+    feasible problems in one call (batched where the norm can)."""
+    fro, *others = norms
+    out = [{fro.name: sol} for sol in fro.solve(problems, cfg)]
+    ok = [k for k, sols in enumerate(out) if sols[fro.name].status != svm.INFEASIBLE]
+    for norm in others:
+        t0 = time.perf_counter()
+        todo = [problems[k] for k in ok]
+        hint = {"fro": [out[k][fro.name] for k in ok]} if getattr(norm, "uses_fro", False) else {}
+        solved = norm.solve(todo, cfg, **hint) if ok else []
+        if len(solved) != len(ok):
+            raise RuntimeError(f"norm {norm.name!r} returned {len(solved)} of {len(ok)} solutions")
+        for k, sol in zip(ok, solved, strict=True):
+            sol.norm = norm.name
+            if sol.W is not None and sol.margins is None:  # a plug-in's: constraints checked
+                svm.check_solution(sol, *problems[k], cfg)
+            if not sol.seconds:  # a plug-in that does not time itself: its share of the call
+                sol.seconds = (time.perf_counter() - t0) / len(ok)
+            out[k][norm.name] = sol
+        for k in set(range(len(problems))) - set(ok):
+            out[k][norm.name] = infeasible(norm.name)
+    return out

@@ -1,0 +1,1 @@
+"""attnsvm.train.loop."""

@@ -1,0 +1,87 @@
+"""Diverged training, found in the checkpoints every engine already records.
+
+A non-finite value never leaves the state of full-batch GD once it is in it (an inf or NaN in W
+makes every later score, gradient and step non-finite; a gradient whose norm overflows makes
+the same zero step at every later iteration), so the first checkpoint that shows one names the
+failure; nothing is checked inside the training loop, and finite runs keep every bit. The
+quantities read are the recorded loss, ||grad||, W (and v) and ||W||_F: with entries near 1e300
+W can stay finite while its norm, and every metric built on it, overflows float64.
+
+    why = divergence(traj.steps, loss=traj.loss[:, r], grad_norm=..., W=Ws)
+    # "||W||_F non-finite (float64 overflow) at step 20, the first checkpoint that shows it"
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+NAMES = {"W": "W", "v": "v", "loss": "loss", "grad_norm": "||grad||", "s": "softmax"}
+NORMED = ("W", "v")  # parameters whose Frobenius norm is checked too
+
+
+def _as_numpy(a) -> np.ndarray:
+    return a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+
+
+def _bad_per_checkpoint(name: str, a: np.ndarray) -> dict[str, np.ndarray]:
+    """{quantity: (C,) bool} where ``a`` (C, ...) holds a non-finite value (or norm)."""
+    flat = a.reshape(a.shape[0], -1).astype(np.float64)
+    bad = {NAMES.get(name, name): ~np.isfinite(flat).all(-1)}
+    if name in NORMED:
+        with np.errstate(over="ignore", invalid="ignore"):
+            norm = np.sqrt(np.einsum("ci,ci->c", flat, flat))
+        bad[f"||{name}||_F (float64 overflow)"] = ~np.isfinite(norm) & ~bad[NAMES[name]]
+    return bad
+
+
+def divergence(steps, **quantities) -> str | None:
+    """None when every checkpoint of one seed is finite; else the reason of status
+    ``diverged``: which quantities are non-finite at the first checkpoint that shows one, and
+    its step. ``quantities``: name -> (C, ...) per-checkpoint values (tensors or arrays)."""
+    bad: dict[str, np.ndarray] = {}
+    for name, a in quantities.items():
+        if a is not None:
+            bad.update(_bad_per_checkpoint(name, _as_numpy(a)))
+    any_bad = np.logical_or.reduce(list(bad.values()))
+    if not any_bad.any():
+        return None
+    c = int(np.argmax(any_bad))
+    what = ", ".join(q for q, b in bad.items() if b[c])
+    return f"{what} non-finite at step {int(steps[c])}, the first checkpoint that shows it"
+
+
+def diverged_tables(seed: int, traj, r: int, Ws: np.ndarray, why: str, opt, at_opt, svm_cols):
+    """Row and trajectory of a diverged seed of experiment=gd: what training recorded and the
+    SVMs of its data at ``opt`` (``at_opt``, their columns ``svm_cols``), no metric built on W
+    (NaN, or a crash)."""
+    sel = traj.selected[-1, r].cpu().numpy()
+    opt = ",".join(map(str, opt))
+    with np.errstate(over="ignore", invalid="ignore"):
+        w_norm = np.sqrt(np.einsum("cde,cde->c", Ws, Ws))  # (C,)
+    row = {
+        "seed": seed,
+        "status": "diverged",
+        "reason": why,
+        **svm_cols,
+        "softmax_max": float(traj.softmax_max[-1, r]),
+        "softmax_min": float(traj.softmax_min_max[-1, r]),
+        "w_norm": float(w_norm[-1]),
+        "loss": float(traj.loss[-1, r]),
+        "grad_norm": float(traj.grad_norm[-1, r]),
+        "selected": ",".join(map(str, sel)),
+        "selected_is_opt": opt == ",".join(map(str, sel)),
+        "opt": opt,
+        "svm_seconds": sum(sol.seconds for sol in at_opt.values()),
+        "conv_type": None,  # no convergence type: W has no direction to compare
+    }
+    trajectory = {
+        "seed": seed,
+        "step": traj.steps,
+        "softmax_max": traj.softmax_max[:, r].cpu().numpy(),
+        "softmax_min": traj.softmax_min_max[:, r].cpu().numpy(),
+        "w_norm": w_norm,
+        "loss": traj.loss[:, r].cpu().numpy(),
+        "grad_norm": traj.grad_norm[:, r].cpu().numpy(),
+    }
+    return row, pd.DataFrame(trajectory)

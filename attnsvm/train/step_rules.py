@@ -1,0 +1,152 @@
+"""Step rules of the torch training engine: ``optimizer.kind`` picks one; yours by import path.
+
+A step rule updates one parameter tensor of the batch (W, or each of K and Q separately: each
+factor is normalized by its own gradient norm, PAPER.md §6.2):
+
+    rule = make_optimizer(cfg.optimizer)   # one per parameter tensor (Adam keeps moments)
+    X_new = rule.update(X, G, grad_norm)   # X, G (R, a, b); grad_norm (R,) = ||G|| per seed
+
+A rule with ``needs_loss = True`` (Polyak) is also given ``loss=`` (R,): the loss at X above
+its infimum (``train.loss_floor``).
+
+Your own: ``optimizer.kind=mylab.optim.make`` with ``make(cfg) -> rule`` (``cfg.kwargs`` its
+arguments); it trains with the torch engine (the fused engine implements ngd and gd in C).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnsvm.config import Optimizer, OptimizerConfig
+from attnsvm.config.plugins import load_object
+from attnsvm.train.batchops import matmul, sum_last
+
+
+class NormalizedGD:
+    """X - lr G / (||G|| + eps) per seed; a zero gradient takes no step (published NGD)."""
+
+    def __init__(self, cfg: OptimizerConfig):
+        self.lr, self.eps = cfg.lr, cfg.eps
+
+    def update(self, X: torch.Tensor, G: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
+        step = torch.where(grad_norm > 0, self.lr / (grad_norm + self.eps), 0.0)
+        return X - _per_seed(step, G) * G
+
+
+class GD:
+    """X - lr G."""
+
+    def __init__(self, cfg: OptimizerConfig):
+        self.lr = cfg.lr
+
+    def update(self, X: torch.Tensor, G: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
+        return X - _per_seed(torch.full_like(grad_norm, self.lr), G) * G
+
+
+def _per_seed(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """(R,) shaped to broadcast against ``like``, a (R, ...) parameter (W, K, Q or a head v)."""
+    return t.reshape(-1, *[1] * (like.dim() - 1))
+
+
+def _entrywise_norm(G: torch.Tensor, q: float) -> torch.Tensor:
+    """(sum_jk |G_jk|^q)^(1/q) per seed, a batch-invariant sum."""
+    return sum_last(G.abs().flatten(1) ** q) ** (1 / q)
+
+
+class MirrorDescent:
+    """lp mirror descent with potential psi(W) = ||W||_p^p / p, entrywise (FOLLOWUPS.md §3):
+    W' = sign(W)|W|^(p-1) - lr G / (||G||_q + eps), q = p / (p - 1) (``normalize``; else
+    lr G), then W = sign(W')|W'|^(1/(p-1)). It converges in direction to the lp-SVM."""
+
+    def __init__(self, cfg: OptimizerConfig):
+        self.lr, self.eps, self.p, self.normalize = cfg.lr, cfg.eps, cfg.p, cfg.normalize
+
+    def update(self, X: torch.Tensor, G: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
+        p = self.p
+        dual = torch.sign(X) * X.abs() ** (p - 1)  # grad psi(W)
+        if self.normalize:
+            step = self.lr / (_entrywise_norm(G, p / (p - 1)) + self.eps)
+            dual = dual - _per_seed(step, G) * G
+        else:
+            dual = dual - self.lr * G
+        return torch.sign(dual) * dual.abs() ** (1 / (p - 1))
+
+
+class SignDescent:
+    """X - lr sign(G): steepest descent in the entrywise l_inf norm (normalized: every entry
+    moves by lr), conjectured to pick the max-norm SVM."""
+
+    def __init__(self, cfg: OptimizerConfig):
+        self.lr = cfg.lr
+
+    def update(self, X: torch.Tensor, G: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
+        return X - self.lr * torch.sign(G)
+
+
+class SpectralDescent:
+    """X - lr U V^T for G = U S V^T: steepest descent in the spectral norm (Muon without
+    momentum), conjectured to pick the spectral-norm SVM; a zero gradient takes no step."""
+
+    def __init__(self, cfg: OptimizerConfig):
+        self.lr = cfg.lr
+
+    def update(self, X: torch.Tensor, G: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
+        M = G if G.dim() == 3 else G.unsqueeze(-1)  # a vector v: U V^T = g / ||g||
+        U, _, Vh = torch.linalg.svd(M, full_matrices=False)
+        step = torch.where(grad_norm > 0, self.lr, 0.0)
+        return X - _per_seed(step, G) * matmul(U, Vh).reshape(G.shape)
+
+
+class Adam:
+    """torch.optim.Adam's update (no weight decay, no amsgrad), op for op as its single-tensor
+    implementation: m <- lerp(m, G, 1 - b1), v <- b2 v + (1 - b2) G^2,
+    X <- X - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). One instance per
+    parameter tensor (train.py makes one for each), so the moments are that tensor's."""
+
+    def __init__(self, cfg: OptimizerConfig):
+        self.lr, self.eps, (self.b1, self.b2) = cfg.lr, cfg.eps, cfg.betas
+        self.t, self.m, self.v = 0, None, None
+
+    def update(self, X: torch.Tensor, G: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
+        if self.m is None:
+            self.m, self.v = torch.zeros_like(X), torch.zeros_like(X)
+        self.t += 1
+        self.m = self.m.lerp(G, 1 - self.b1)
+        self.v = self.v * self.b2 + (1 - self.b2) * G * G
+        step_size = self.lr / (1 - self.b1**self.t)
+        denom = self.v.sqrt() / (1 - self.b2**self.t) ** 0.5 + self.eps
+        return X - step_size * (self.m / denom)
+
+
+class Polyak:
+    """GD with the Polyak step X - lr (L(X) - L*) / ||G||^2 G (Vasudeva et al.), L* the
+    infimum of the loss (train.loss_floor: the best one-hot attention; 0 for a trained head);
+    a zero gradient takes no step. ``needs_loss``: train.py gives it ``loss`` = L - L*."""
+
+    needs_loss = True
+
+    def __init__(self, cfg: OptimizerConfig):
+        self.lr = cfg.lr
+
+    def update(self, X, G, grad_norm, loss=None) -> torch.Tensor:
+        safe = torch.where(grad_norm > 0, grad_norm, 1.0)
+        step = torch.where(grad_norm > 0, self.lr * loss / safe**2, 0.0)
+        return X - _per_seed(step, G) * G
+
+
+OPTIMIZERS = {
+    Optimizer.ngd: NormalizedGD,
+    Optimizer.gd: GD,
+    Optimizer.md: MirrorDescent,
+    Optimizer.sign: SignDescent,
+    Optimizer.spectral: SpectralDescent,
+    Optimizer.adam: Adam,
+    Optimizer.polyak: Polyak,
+}
+
+
+def make_optimizer(cfg: OptimizerConfig):
+    """The configured step rule for one parameter tensor: a built-in, or your factory's."""
+    if cfg.kind in OPTIMIZERS:
+        return OPTIMIZERS[cfg.kind](cfg)
+    return load_object(cfg.kind, "optimizer.kind")(cfg)

@@ -1,0 +1,18 @@
+"""A generator whose process dies at one config point: how a killed job looks to a launcher.
+
+python -m attnsvm.run -m dataset=callable dataset.target=crash_example.make \
+    +dataset.kwargs.exit_at_d=3 dataset.d=2,3,4
+
+At ``d == exit_at_d`` the job's process ends at once (``os._exit``: no exception, no cleanup),
+as a worker killed by the OOM killer or a lost node does; other points are the published draw.
+"""
+
+import os
+
+from userdata_example import make as published
+
+
+def make(seeds, n, T, d, exit_at_d=-1):
+    if d == exit_at_d:
+        os._exit(1)
+    return published(seeds, n, T, d)

@@ -1,0 +1,139 @@
+"""Golden fixtures of the house move: every sweep in sweeps/ (shortened) and every README
+example, on both training engines. ``python tests/golden/make.py`` writes, per case, its config
+hashes (full and shortened) to cases.json and its tables to <case>.runs.parquet /
+<case>.trajectory.parquet; tests/test_golden.py recomputes them and compares bit for bit.
+
+A case is a list of overrides. A sweep contributes the jobs that take the first value of every
+axis and, axis by axis, its last value; the shortening overrides (few seeds, few steps) are
+appended, so the full config's hash (the one old sweep directories hold) is kept too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SHORT = [
+    "seeds=2",
+    "optimizer.steps=40",
+    "optimizer.checkpoint_every=10",
+    "multitoken.target_accepted=null",
+    "regpath.steps=20",
+    "regpath.points=3",
+]
+README = [  # the README's single-run examples that need no files of the user
+    [],
+    ["parameterization=kq", "dataset.d=20", "optimizer.steps=5000", "seeds=50"],
+    ["dataset.attention=self", "dataset.query_index=0", "solver.backend=SCS"],
+    [
+        "experiment=nexttoken",
+        "dataset=nexttoken",
+        "dataset.draws=published",
+        "seeds=10",
+        "optimizer.lr=0.01",
+        "optimizer.steps=4000",
+    ],
+    [
+        "dataset=maxmargin",
+        "dataset.example=single_local",
+        "parameterization=p",
+        "parameterization.init=published",
+        "seeds=6",
+        "optimizer.steps=1000",
+        "optimizer.eps=0",
+    ],
+    [
+        "dataset=maxmargin",
+        "dataset.example=joint_relaxed",
+        "parameterization=p",
+        "parameterization.init=published",
+        "seeds=1",
+        "head.train=true",
+        "optimizer.steps=1000",
+        "optimizer.eps=0",
+    ],
+    ["optimizer=md3", "solver.norms=[fro,l1.75,l3]", "seeds=8"],
+    ["optimizer=sign", "solver.norms=[fro,max,spectral]", "seeds=8"],
+    ["dataset.d=2", "parameterization=kq"],
+]
+ENGINES = ["engine=torch", "engine=auto"]
+TIMING = ("seconds", "train_seconds", "svm_seconds", "metrics_seconds")
+
+
+def sweep_cases() -> dict[str, list[str]]:
+    """name -> overrides for the jobs of every sweep file (first values, then each last value)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from attnsvm.config import register_configs
+
+    register_configs()
+    cases = {}
+    parser = OverridesParser.create()
+    for path in sorted((REPO / "sweeps").glob("*.yaml")):
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            hydra = compose("config", [f"+sweeps={path.stem}"], return_hydra_config=True).hydra
+        axes = []
+        for key, value in dict(hydra.sweeper.params or {}).items():
+            o = parser.parse_override(f"{key}={value}")
+            vals = list(o.sweep_string_iterator()) if o.is_sweep_override() else [str(value)]
+            axes.append([f"{key}={v}" for v in vals])
+        first = [a[0] for a in axes]
+        combos = [first] + [first[:k] + [a[-1]] + first[k + 1 :] for k, a in enumerate(axes)]
+        seen = []
+        for c in combos:
+            if c not in seen:
+                seen.append(c)
+        for i, c in enumerate(seen):
+            cases[f"sweep_{path.stem}_{i}"] = [f"+sweeps={path.stem}", *c]
+    for i, o in enumerate(README):
+        cases[f"readme_{i}"] = o
+    return cases
+
+
+def shortened(overrides: list[str]) -> list[str]:
+    """Few seeds and steps; keys the case sets itself are overridden after it."""
+    return [*overrides, *SHORT]
+
+
+def strip_timing(frame):
+    return frame.drop(columns=[c for c in frame.columns if c in TIMING or c.endswith("_seconds")])
+
+
+def compute(overrides: list[str]):
+    """(config hash, runs, trajectory) of one shortened case, timing columns dropped."""
+    import attnsvm
+
+    res = attnsvm.run_job(attnsvm.compose(overrides))
+    return res.config_hash, strip_timing(res.runs), strip_timing(res.trajectory)
+
+
+def main() -> None:
+    import attnsvm
+    from attnsvm.results import config_hash
+
+    sys.path.insert(0, str(REPO / "tests"))
+    out = {}
+    for name, overrides in sweep_cases().items():
+        for engine in ENGINES:
+            case = f"{name}_{engine.split('=')[1]}"
+            full = [*overrides, engine]
+            try:
+                full_hash = config_hash(attnsvm.compose(full))
+                short = shortened(full)
+                chash, runs, traj = compute(short)
+            except Exception as exc:  # a case the shortening does not fit: say so, go on
+                print(f"{case}: {exc!r}")
+                continue
+            print(case, chash, len(runs), len(traj), flush=True)
+            runs.to_parquet(HERE / f"{case}.runs.parquet")
+            traj.to_parquet(HERE / f"{case}.trajectory.parquet")
+            out[case] = {"overrides": short, "full_hash": full_hash, "hash": chash}
+    (HERE / "cases.json").write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""The cluster tier, Ray: sweeps through hydra/launcher=ray on a Ray cluster started here.
+
+    python -m pytest -m cluster tests/test_cluster_ray.py
+
+A head node (``ray start --head``, 2 CPUs, its own port, token authentication with a token of
+this module's own) is started once for the module and always stopped at its end with
+``ray stop --force`` (which stops every Ray process of this user on the machine). Ray comes
+from pip (the dev extra): nothing to install. Where it cannot come up the tests fail saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bits import assert_frames_identical
+from cli_helpers import REPO, SMALL, cli_env, job_dirs, read_job_json, run_cli, sweep_table
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+SWEEP = ["dataset.d=2,4", "parameterization=w,kq", *SMALL]  # four jobs
+# two jobs; the generator's process dies at d=3 (tests/crash_example.py): a worker killed
+# mid-job
+CRASH = [
+    "dataset=callable",
+    "dataset.target=crash_example.make",
+    "+dataset.kwargs.exit_at_d=3",
+    "dataset.d=2,3",
+    *SMALL,
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ray_cli() -> str:
+    """The ``ray`` command of the Python running the tests."""
+    found = Path(sys.executable).with_name("ray")
+    return str(found) if found.exists() else shutil.which("ray") or "ray"
+
+
+@pytest.fixture(scope="module")
+def ray_env():
+    """Environment of the head and of every sweep: the tests' modules importable, and the
+    cluster's token (Ray joins a cluster at an explicit address only when told the token), and
+    every worker's log line shown (Ray's dedup would fold the jobs' similar lines into one)."""
+    path = os.pathsep.join([str(REPO), str(REPO / "tests")])
+    token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": uuid.uuid4().hex}
+    return {"PYTHONPATH": path, "RAY_DEDUP_LOGS": "0", **token}
+
+
+@pytest.fixture(scope="module")
+def ray_head(ray_env):
+    """The head's address; the cluster is stopped at the module's end whatever happened."""
+    address = f"127.0.0.1:{free_port()}"
+    port = address.rsplit(":", 1)[1]
+    cmd = [ray_cli(), "start", "--head", "--port", port, "--num-cpus", "2"]
+    cmd += ["--include-dashboard=false", "--disable-usage-stats"]
+    start = time.perf_counter()
+    try:
+        res = subprocess.run(
+            cmd, env=cli_env(**ray_env), capture_output=True, text=True, timeout=180, check=False
+        )
+        if res.returncode != 0:
+            pytest.fail(
+                f"the Ray head did not come up ({' '.join(cmd)}, exit {res.returncode}). "
+                f'Deselect this tier with -m "not cluster".\n{res.stdout}{res.stderr}',
+                pytrace=False,
+            )
+        print(f"ray head up at {address} in {time.perf_counter() - start:.1f} s")
+        yield address
+    finally:
+        subprocess.run(
+            [ray_cli(), "stop", "--force"], capture_output=True, timeout=180, check=False
+        )
+
+
+def ray_sweep(sweep_dir: Path, address: str, ray_env: dict, *overrides: str) -> str:
+    res = run_cli(
+        *overrides,
+        "hydra/launcher=ray",
+        f"hydra.launcher.address={address}",
+        f"hydra.sweep.dir={sweep_dir}",
+        multirun=True,
+        timeout=300,
+        **ray_env,
+    )
+    assert res.returncode == 0, res.stdout
+    assert "Connected to Ray cluster" in res.stdout, res.stdout  # joined, started none
+    assert "Started a local Ray instance" not in res.stdout, res.stdout
+    return res.stdout
+
+
+def assert_same_tables(got_dir: Path, want_dir: Path) -> None:
+    """runs and trajectory identical bit for bit, config hash by config hash."""
+    for name in ("runs.parquet", "trajectory.parquet"):
+        got, want = sweep_table(got_dir, name), sweep_table(want_dir, name)
+        assert sorted(set(got.config_hash)) == sorted(set(want.config_hash)), name
+        for chash, rows in want.groupby("config_hash"):
+            mine = got[got.config_hash == chash].reset_index(drop=True)
+            assert_frames_identical(mine, rows.reset_index(drop=True), f"{name} {chash}")
+
+
+def test_a_sweep_on_the_ray_cluster_gives_the_local_rows(tmp_path, ray_head, ray_env):
+    out = ray_sweep(tmp_path / "ray", ray_head, ray_env, *SWEEP)
+    assert "4 finished" in out, out
+    local_dir = tmp_path / "local"
+    local = run_cli(
+        *SWEEP, "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={local_dir}", multirun=True
+    )
+    assert local.returncode == 0, local.stdout
+    assert len(sweep_table(tmp_path / "ray")) == 4 * 3
+    assert_same_tables(tmp_path / "ray", tmp_path / "local")
+
+
+def test_a_killed_ray_task_is_a_failed_job_and_the_others_finish(tmp_path, ray_head, ray_env):
+    out = ray_sweep(tmp_path, ray_head, ray_env, *CRASH)
+    assert "1 failed, 1 finished" in out, out
+    jobs = {
+        read_job_json(d)["config"]["dataset"]["d"]: read_job_json(d) for d in job_dirs(tmp_path)
+    }
+    assert sorted(jobs) == [2, 3], jobs
+    killed = jobs.pop(3)
+    assert killed["status"] == "failed" and killed["ray_error"] == "WorkerCrashedError", killed
+    assert "ended without a result" in killed["error"], killed
+    assert all(j["status"] == "finished" for j in jobs.values()), jobs
+    finished = {p: p.read_bytes() for p in tmp_path.glob("*/runs.parquet")}
+    assert len(finished) == 1
+
+    out = ray_sweep(tmp_path, ray_head, ray_env, *CRASH)  # the re-run retries only the dead one
+    assert "1 failed, 1 finished" in out, out
+    assert out.count("already finished") == 1, out
+    assert {p: p.read_bytes() for p in finished} == finished
+    assert json.loads((tmp_path / "1" / "job.json").read_text())["status"] == "failed"

@@ -1,0 +1,273 @@
+"""Faults and extreme inputs: non-finite training is ``diverged`` (never ``ok``), a finished job
+is one whose files verify, and each bad input of the docs' table is one ``attnsvm:`` line at
+composition (or before a job directory is written) that leaves no output directory behind."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import attnsvm
+from attnsvm.config import (
+    ConfigError,
+    DatasetConfig,
+    Engine,
+    HeadConfig,
+    OptimizerConfig,
+    ParameterizationConfig,
+)
+from attnsvm.data.generators import make_instances
+from attnsvm.results.aggregate import load_sweep
+from attnsvm.results.aggregate import main as aggregate_main
+from attnsvm.results.store import JOB, RUNS, TRAJECTORY, find_broken, is_finished, read_job
+from attnsvm.train.divergence import divergence
+from attnsvm.train.heads import make_head
+from attnsvm.train.loop import train
+from cli_helpers import REPO, SMALL, job_dirs, read_job_json, run_cli, sweep_table
+
+SIZES = ["dataset.n=3", "dataset.T=4", "dataset.d=5"]
+
+
+# --- item 1: non-finite training is diverged, in every engine -----------------------------
+
+
+@pytest.mark.parametrize("extra", [["engine=auto"], ["engine=torch"], ["parameterization=kq"]])
+def test_lr_1e300_is_diverged_for_every_seed_with_step_and_quantity(extra):
+    res = attnsvm.run_job(attnsvm.compose([*SMALL, "optimizer.lr=1e300", *extra]))
+    assert set(res.runs.status) == {"diverged"}
+    for reason in res.runs.reason:
+        assert "non-finite at step 20" in reason, reason
+        assert "W" in reason  # ||W||_F overflows (w) or W itself is inf/NaN (kq)
+
+
+def test_lr_1e300_is_diverged_in_the_nexttoken_loop_too():
+    nt = ["experiment=nexttoken", "dataset=nexttoken", "seeds=2", "optimizer.steps=40"]
+    res = attnsvm.run_job(attnsvm.compose([*nt, "optimizer.lr=1e300"]))
+    assert set(res.runs.status) == {"diverged"}
+    assert all("non-finite at step 20" in reason for reason in res.runs.reason)
+
+
+def test_a_finite_run_is_not_diverged():
+    res = attnsvm.run_job(attnsvm.compose(SMALL))
+    assert "diverged" not in set(res.runs.status)
+
+
+@pytest.mark.parametrize("engine", [Engine.torch, Engine.fused])
+def test_a_head_scaled_by_1e300_is_diverged_in_both_engines(engine):
+    """The gradient's norm overflows: W never moves. Seeds 1 and 2 of this draw show it."""
+    inst = make_instances(DatasetConfig(n=4, T=8, d=10), [0, 1, 2], dtype=torch.float64)
+    inst = dataclasses.replace(inst, v=inst.v * 1e300)
+    ocfg = OptimizerConfig(steps=40, checkpoint_every=20)
+    traj = train(inst, make_head(HeadConfig(), inst), ParameterizationConfig(), ocfg, engine=engine)
+    whys = [
+        divergence(traj.steps, loss=traj.loss[:, r], grad_norm=traj.grad_norm[:, r], W=traj.W[:, r])
+        for r in (1, 2)
+    ]
+    assert whys == ["||grad|| non-finite at step 0, the first checkpoint that shows it"] * 2
+
+
+def test_divergence_names_the_first_checkpoint_and_the_quantity():
+    steps = [0, 20, 40]
+    W = np.ones((3, 2, 2))
+    assert divergence(steps, W=W, loss=np.zeros(3)) is None
+    W[2, 0, 0] = np.nan
+    assert divergence(steps, W=W).startswith("W non-finite at step 40")
+    W[1] = 1e200  # finite entries whose norm overflows float64
+    assert divergence(steps, W=W).startswith("||W||_F (float64 overflow) non-finite at step 20")
+    assert divergence(steps, loss=np.array([0.1, np.inf, 0.2])).startswith("loss non-finite")
+
+
+# --- item 2: a finished job is one whose files verify ---------------------------------------
+
+
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_a_truncated_table_fails_verification_and_job_json_list_is_no_job(tmp_path):
+    res = attnsvm.run_job(attnsvm.compose(SMALL), out_dir=tmp_path / "job")
+    job = read_job(tmp_path / "job")
+    assert set(job["files"]) == {RUNS, TRAJECTORY}
+    assert job["files"][RUNS]["rows"] == len(res.runs)
+    assert is_finished(tmp_path / "job", res.config_hash)
+    _truncate(tmp_path / "job" / TRAJECTORY)
+    assert not is_finished(tmp_path / "job", res.config_hash)
+    where, problem = find_broken(res.config_hash, tmp_path / "job")
+    assert where == tmp_path / "job" and problem.startswith("trajectory.parquet: ")
+    (tmp_path / "job" / JOB).write_text("[]")
+    assert read_job(tmp_path / "job") is None
+
+
+@pytest.mark.slow
+def test_a_truncated_parquet_is_recomputed_on_rerun_and_aggregate_goes_on(tmp_path, capsys):
+    args = ["dataset.d=2,3", *SMALL, f"hydra.sweep.dir={tmp_path}", "hydra/launcher=basic"]
+    assert run_cli(*args, multirun=True).returncode == 0
+    before = sweep_table(tmp_path)
+    broken = next(d for d in job_dirs(tmp_path) if read_job_json(d)["config"]["dataset"]["d"] == 3)
+    _truncate(broken / RUNS)
+    assert aggregate_main([str(tmp_path), "--no-figures"]) == 0  # the other job is summarised
+    report = capsys.readouterr().out
+    assert f"not finished (broken): {broken}  runs.parquet: " in report, report
+    assert len(load_sweep(tmp_path).runs) == 3
+    res = run_cli(*args, multirun=True)
+    assert res.returncode == 0
+    assert f"results in {broken} fail verification (runs.parquet: " in res.stdout, res.stdout
+    assert res.stdout.count("already finished") == 1  # the intact job is skipped
+    pd.testing.assert_frame_equal(sweep_table(tmp_path), before)
+    assert aggregate_main([str(tmp_path), "--no-figures"]) == 0
+    assert len(load_sweep(tmp_path).runs) == 6
+
+
+@pytest.mark.slow
+def test_a_job_json_holding_a_list_does_not_crash_the_sweep(tmp_path):
+    args = ["dataset.d=2", *SMALL, f"hydra.sweep.dir={tmp_path}", "hydra/launcher=basic"]
+    (tmp_path / "0").mkdir(parents=True)
+    (tmp_path / "0" / JOB).write_text("[]")
+    res = run_cli(*args, multirun=True)
+    assert res.returncode == 0, res.stdout
+    assert read_job_json(tmp_path / "0")["status"] == "finished"
+
+
+# --- item 5: bad inputs, one line at composition, nothing left behind ------------------------
+
+
+def _file(tmp_path, name, transform=None, **change):
+    inst = make_instances(DatasetConfig(n=3, T=4, d=5), [0, 1])
+    arrays = {k: getattr(inst, k).numpy().astype(np.float64) for k in ("X", "Y", "Z", "v")}
+    path = tmp_path / name
+    np.savez(path, **{**arrays, **change})
+    if transform is not None:
+        transform(path, arrays)
+    return str(path)
+
+
+def _as_npy(path, arrays):
+    npy = path.with_name("X.npy")
+    np.save(npy, arrays["X"])
+    npy.replace(path)  # a .npy under an .npz name
+
+
+GOOD_X = make_instances(DatasetConfig(n=3, T=4, d=5), [0, 1]).X.numpy().astype(np.float64)
+GOOD_V = make_instances(DatasetConfig(n=3, T=4, d=5), [0, 1]).v.numpy().astype(np.float64)
+# (name, how the file is made, what the message must contain)
+BAD_FILES = [
+    ("empty", lambda p, a: p.write_bytes(b""), ["the file is empty (0 bytes)", "np.savez"]),
+    ("npy renamed npz", _as_npy, ["a .npy file (one unnamed array), not an .npz"]),
+    ("complex X", {"X": GOOD_X + 1j}, ["array 'X' is complex (complex128)", "real numbers"]),
+    ("X times 1e300", {"X": GOOD_X * 1e300}, ["array 'X'", "[1e-50, 1e+50]", "rescale"]),
+    ("X times 1e-300", {"X": GOOD_X * 1e-300}, ["array 'X'", "[1e-50, 1e+50]", "rescale"]),
+    ("v times 1e300", {"v": GOOD_V * 1e300}, ["array 'v'", "[1e-50, 1e+50]"]),
+]
+
+
+@pytest.mark.parametrize("name,make,expected", BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_a_bad_data_file_fails_at_composition(tmp_path, name, make, expected):
+    change = make if isinstance(make, dict) else {}
+    path = _file(tmp_path, "data.npz", None if isinstance(make, dict) else make, **change)
+    with pytest.raises(ConfigError) as err:
+        attnsvm.compose(["seeds=2", "dataset=file", f"dataset.path={path}"])
+    message = str(err.value)
+    assert message.startswith("dataset.path=") and "\n" not in message
+    for text in expected:
+        assert text in message, message
+
+
+def test_a_5000_character_path_is_one_short_line():
+    with pytest.raises(ConfigError) as err:
+        attnsvm.compose(["dataset=file", "dataset.path=" + "a" * 5000])
+    assert "too long for this file system" in str(err.value)
+    assert len(str(err.value)) < 300
+
+
+CALLABLE = [*SMALL, *SIZES, "dataset=callable"]
+# (target, raised at compose (True) or before the job runs (False), what the message says)
+BAD_TARGETS = [
+    ("faulty_userdata.nothing", True, ["cannot be imported"]),
+    ("faulty_userdata.no_arguments", True, ["cannot be called as make(seeds, n, T, d"]),
+    ("faulty_userdata.returns_list", False, ["returned list, not a dict of arrays"]),
+    ("faulty_userdata.raises", False, ["raised RuntimeError for seeds [0, 1]", "server is down"]),
+    ("faulty_userdata.huge_tokens", False, ["array 'X' of instance 0", "[1e-50, 1e+50]"]),
+    ("faulty_userdata.tiny_tokens", False, ["array 'X' of instance 0", "[1e-50, 1e+50]"]),
+]
+
+
+@pytest.mark.parametrize("target,at_compose,expected", BAD_TARGETS, ids=[b[0] for b in BAD_TARGETS])
+def test_a_bad_callable_fails_before_any_work(tmp_path, monkeypatch, target, at_compose, expected):
+    import attnsvm.experiments.gd.pipeline
+
+    monkeypatch.setattr(
+        attnsvm.experiments.gd.pipeline, "run_job", lambda *a, **k: pytest.fail("it ran")
+    )
+    overrides = [*CALLABLE, f"dataset.target={target}"]
+    with pytest.raises(ConfigError) as err:
+        attnsvm.run_job(attnsvm.compose(overrides), out_dir=tmp_path / "out")
+    if not at_compose:
+        cfg = attnsvm.compose(overrides)  # composes: what it returns is known only when called
+        assert cfg.dataset.target == target
+    for text in expected:
+        assert text in str(err.value), str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_job_checks_out_dir_before_training(tmp_path, monkeypatch):
+    import attnsvm.experiments.gd.pipeline
+
+    monkeypatch.setattr(
+        attnsvm.experiments.gd.pipeline, "run_job", lambda *a, **k: pytest.fail("it trained")
+    )
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ConfigError, match="out_dir=.*a_file/out cannot be written"):
+        attnsvm.run_job(attnsvm.compose(SMALL), out_dir=tmp_path / "a_file" / "out")
+
+
+CLI_BAD = [
+    (["dataset=callable", "dataset.target=faulty_userdata.returns_list"], "returned list"),
+    (["dataset=file", "dataset.path={tmp}/empty.npz"], "the file is empty (0 bytes)"),
+    (["optimizer.lr=inf"], "optimizer.lr=inf is invalid: accepted values are finite floats"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides,expected", CLI_BAD, ids=["callable list", "0 bytes", "inf"])
+def test_cli_bad_input_is_one_line_and_leaves_no_output_dir(tmp_path, overrides, expected):
+    (tmp_path / "empty.npz").write_bytes(b"")
+    overrides = [o.format(tmp=tmp_path) for o in overrides]
+    path = os.pathsep.join([str(REPO), str(REPO / "tests")])  # faulty_userdata importable
+    res = run_cli(*SMALL, *SIZES, *overrides, f"hydra.run.dir={tmp_path}/run", PYTHONPATH=path)
+    assert res.returncode != 0
+    lines = [line for line in res.stdout.splitlines() if line.strip()]
+    assert lines[-1].startswith("attnsvm: invalid config: ") and expected in lines[-1], res.stdout
+    assert "Traceback" not in res.stdout
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_cli_unwritable_output_dir_is_one_line(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    res = run_cli(*SMALL, f"hydra.run.dir={tmp_path}/a_file/run", timeout=120)
+    assert res.returncode != 0 and "Traceback" not in res.stdout
+    assert "hydra.run.dir=" in res.stdout and "is not a directory" in res.stdout, res.stdout
+
+
+def test_aggregate_that_cannot_write_is_one_line(tmp_path, capsys):
+    attnsvm.run_job(attnsvm.compose(SMALL), out_dir=tmp_path / "job")
+    (tmp_path / "summary").write_text("")  # where the summary would go: not a directory
+    assert aggregate_main([str(tmp_path), "--no-figures"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.startswith("attnsvm.aggregate: --out (default SWEEP_DIR/summary)=") and "\n" not in err
+    )
+    assert "accepted: a directory you can write" in err
+
+
+def test_job_json_records_files_as_plain_json(tmp_path):
+    attnsvm.run_job(attnsvm.compose(SMALL), out_dir=tmp_path)
+    files = json.loads((tmp_path / JOB).read_text())["files"]
+    assert all(len(f["sha256"]) == 64 and f["bytes"] > 0 for f in files.values())
