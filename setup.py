@@ -10,7 +10,7 @@ Both are optional: without a C compiler attnsvm installs and trains with torch.
 
 import platform
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 FLAGS = ["-O3", "-std=gnu11", "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi"]
 
@@ -29,4 +29,8 @@ extensions = [kernel("_fused", [])]  # 4 lanes: AVX2 and baseline clones, any CP
 if platform.machine().lower() in ("x86_64", "amd64"):
     extensions.append(kernel("_fused_v4", [("ATTNSVM_V4", "1")]))  # 8 lanes, AVX-512 CPUs
 
-setup(ext_modules=extensions)
+# every package of attnsvm and its Hydra plug-ins, and conf/ shipped as attnsvm.conf
+# (pyproject.toml's package-dir)
+PACKAGES = [*find_packages(include=["attnsvm", "attnsvm.*", "hydra_plugins", "hydra_plugins.*"])]
+
+setup(ext_modules=extensions, packages=[*PACKAGES, "attnsvm.conf"])

@@ -27,7 +27,8 @@ from attnsvm.config.compose import check_override_keys, register_configs, to_run
 from attnsvm.config.input_checks import check_output_dir_overrides
 from attnsvm.config.schema import CONF_MODULE
 from attnsvm.data.userdata import check_callable_output
-from attnsvm.experiments.gd.summary import summary_text
+from attnsvm.experiments import entry
+from attnsvm.interrupt import JobInterrupted, interruptible
 from attnsvm.job import run_job
 from attnsvm.progress import Progress
 from attnsvm.results.store import (
@@ -107,25 +108,37 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     for tmp in remove_stale_temps(out):
         log.info("removed %s, left by a killed run", tmp)
     job = job_record(run)
-    write_json({**job, "status": "running"}, out / JOB)
-    try:
-        with Progress(run.progress_interval) as report:
-            result = run_job(run, progress=report)
-    except Exception as exc:
-        write_json(
-            {**job, "status": "failed", "error": repr(exc), "traceback": traceback.format_exc()},
-            out / JOB,
-        )
-        if not multirun:
-            raise
-        log.error("job %s failed: %r (recorded in %s)", chash, exc, out / JOB)
-        return "failed"
-    write_result(out, job, result)
-    if sweep_dir is not None:
-        mark_finished(sweep_dir, chash, out)
-    print(summary_text(result.runs, result.seconds))
+    with interruptible():
+        try:
+            write_json({**job, "status": "running"}, out / JOB)
+            try:
+                with Progress(run.progress_interval) as report:
+                    result = run_job(run, progress=report)
+            except Exception as exc:
+                failed = {"status": "failed", "error": repr(exc)}
+                write_json({**job, **failed, "traceback": traceback.format_exc()}, out / JOB)
+                if not multirun:
+                    raise
+                log.error("job %s failed: %r (recorded in %s)", chash, exc, out / JOB)
+                return "failed"
+            write_result(out, job, result)
+            if sweep_dir is not None:
+                mark_finished(sweep_dir, chash, out)
+        except JobInterrupted as exc:
+            return _record_interrupted(job, out, exc, multirun)
+    print(entry(run.experiment).summary_text(result.runs, result.seconds))
     print(f"  results: {out}")
     return "finished"
+
+
+def _record_interrupted(job: dict, out: Path, exc: JobInterrupted, multirun: bool) -> str:
+    """job.json says ``interrupted`` and by which signal; a single run exits 128 + signum."""
+    record = {**job, "status": "interrupted", "error": str(exc), "signal": exc.name}
+    write_json(record, out / JOB)
+    log.error("job %s %s (recorded in %s)", job["config_hash"], exc, out / JOB)
+    if not multirun:
+        raise SystemExit(exc.exit_code)
+    return "interrupted"
 
 
 def record_lost_job(

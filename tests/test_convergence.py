@@ -10,7 +10,7 @@ import pytest
 
 from attnsvm import metrics
 from attnsvm.config import ConfigError, MetricsConfig, RunConfig
-from attnsvm.experiments.gd.summary import summary_text
+from attnsvm.experiments.gd.summary import gd_summary_text as summary_text
 from attnsvm.job import run_job
 from attnsvm.results.store import config_hash
 

@@ -94,6 +94,7 @@ def test_ray_ran_the_sweep_on_a_local_ray_one_job_at_a_time(sweeps):
 def test_slurm_preset_signals_a_tenth_of_the_time_limit_before_it(timeout_min, delay_s):
     from hydra import compose, initialize_config_dir
 
+    import hydra_plugins.attnsvm_slurm  # noqa: F401  its resolver, as Hydra's plug-in scan loads it
     from attnsvm.config import register_configs
     from conftest import CONF_DIR
 

@@ -29,6 +29,7 @@ from attnsvm.metrics import CONV_TYPES
 from attnsvm.results import store as results
 from attnsvm.results.integrity import verified
 from attnsvm.results.store import JOB, RUNS, TRAJECTORY, flatten
+from attnsvm.results.sweepdir import never_started
 
 # short names the pipeline writes next to the dotted config keys they duplicate
 SHORT_KEYS = {
@@ -315,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"attnsvm.aggregate: {exc}", file=sys.stderr)
         return 2
     print(job_report(sweep))
+    for job in never_started(Path(args.sweep_dir)):  # an interrupted sweep's grid points
+        print(f"  never started: {job}")
     if summary.empty:
         print("no finished job yet: nothing to summarise")
         return 1

@@ -4,15 +4,23 @@
 
 The launcher ``dryrun`` (hydra_plugins/attnsvm_dryrun) expands the sweep exactly as a real
 launcher would, and calls :func:`plan_job` for every job instead of running it. At the end of
-a real sweep, :class:`SweepSummary` prints its jobs by status, failed ones with their error.
+a real sweep, :class:`SweepSummary` prints its jobs by status, failed ones with their error, and
+last the line every sweep ends with (:func:`sweep_line`):
+
+    attnsvm sweep: 4 run, 2 skipped, 1 failed, 3 not started
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from attnsvm.config.checks import ConfigError
@@ -85,10 +93,63 @@ def format_sweep_status(sweep_dir: Path) -> str:
     return "\n".join(lines)
 
 
+# This process's sweep: when it started, and the status of each of its jobs as launchers report
+# them (None: never started). Launchers that run jobs elsewhere report through record_statuses.
+_SWEEP: dict = {"started": 0.0, "statuses": []}
+
+
+def record_statuses(statuses: Iterable[str | None]) -> None:
+    """A launcher's jobs of this sweep, by what attnsvm.run.execute returned (finished,
+    skipped, failed, interrupted), None for a job that never started."""
+    _SWEEP["statuses"].extend(statuses)
+
+
+def job_status(job_return) -> str:
+    """A Hydra JobReturn's attnsvm status: what run.execute returned, ``failed`` if it raised."""
+    return job_return._return_value if job_return.status == JobStatus.COMPLETED else "failed"
+
+
+def sweep_line(statuses: Iterable[str | None]) -> str:
+    """``N run, M skipped, K failed, L not started``: failed counts interrupted jobs too."""
+    statuses = list(statuses)
+    run, skipped = statuses.count("finished"), statuses.count("skipped")
+    missing = statuses.count(None)
+    failed = len(statuses) - run - skipped - missing
+    return f"{run} run, {skipped} skipped, {failed} failed, {missing} not started"
+
+
+def statuses_on_disk(sweep_dir: Path, since: float) -> list[str]:
+    """For a launcher that reports nothing: jobs started since ``since`` by their status,
+    finished ones started before as skipped (jobs that never started are not seen)."""
+    out = []
+    for _, job in scan_jobs(sweep_dir):
+        if float(job.get("started") or 0) >= since:
+            out.append(job.get("status", "unknown"))
+        elif job.get("status") == "finished":
+            out.append("skipped")
+    return out
+
+
+def print_summary(sweep_dir: Path) -> None:
+    """The sweep's jobs by status, then its last line (``sweep_line``)."""
+    statuses = _SWEEP["statuses"] or statuses_on_disk(sweep_dir, _SWEEP["started"])
+    print(format_sweep_status(sweep_dir), flush=True)
+    print(f"attnsvm sweep: {sweep_line(statuses)}", flush=True)
+
+
 class SweepSummary(Callback):
-    """Hydra callback (conf/config.yaml): at the end of a sweep, print its jobs by status."""
+    """Hydra callback (conf/config.yaml): at the end of a sweep, print its jobs by status and
+    the line ``N run, M skipped, K failed, L not started``."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        _SWEEP.update(started=time.time(), statuses=[])
+
+    def on_job_end(self, config: DictConfig, job_return, **kwargs) -> None:
+        """Jobs run in this process (hydra/launcher=basic) report here."""
+        if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+            record_statuses([job_status(job_return)])
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         if str(config.hydra.launcher.get("_target_", "")).endswith("DryRunLauncher"):
             return
-        print(format_sweep_status(Path(str(config.hydra.sweep.dir))), flush=True)
+        print_summary(Path(str(config.hydra.sweep.dir)))

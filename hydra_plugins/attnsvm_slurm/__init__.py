@@ -32,6 +32,8 @@ from pathlib import Path
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf, open_dict
 
+from attnsvm.results.plan import job_status, record_statuses
+
 log = logging.getLogger(__name__)
 POLL_S = 5.0  # seconds between two sacct calls while waiting for the array
 
@@ -64,12 +66,14 @@ if submitit_launcher is not None:
             try:
                 jobs = self._submit(job_overrides, initial_job_idx)
                 errors = self._wait(jobs)
-                return [
+                returns = [
                     self._result(job, error, list(overrides), initial_job_idx + i)
                     for i, (job, error, overrides) in enumerate(
                         zip(jobs, errors, job_overrides, strict=True)
                     )
                 ]
+                record_statuses(job_status(r) for r in returns)  # the sweep's last line
+                return returns
             except BaseException:
                 cancel(jobs)
                 raise

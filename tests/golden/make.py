@@ -113,7 +113,7 @@ def compute(overrides: list[str]):
 
 def main() -> None:
     import attnsvm
-    from attnsvm.results import config_hash
+    from attnsvm.config.identity import config_hash
 
     sys.path.insert(0, str(REPO / "tests"))
     out = {}

@@ -8,14 +8,6 @@ import pandas as pd
 
 from attnsvm.metrics import CONV_TYPES, NOT_CONVERGED
 
-
-def summary_text(runs: pd.DataFrame, seconds: float) -> str:
-    """The summary of the job's experiment (attnsvm/experiments.py), from its rows."""
-    from attnsvm.experiments import module_of
-
-    return module_of(runs.iloc[0].get("experiment", "gd")).summary_text(runs, seconds)
-
-
 SVM_NAMES = {"fro": "W^mm", "nuc": "W^mm_*"}
 CORR_LABELS = {  # the paper's two SVMs keep their long-standing lines
     "fro": "final corr(W, W^mm_a)   (Frobenius, a = GD-selected tokens)",

@@ -1,0 +1,55 @@
+"""SIGTERM and SIGINT during a job: the job records itself ``interrupted``, no traceback.
+
+    with interruptible():        # in attnsvm.run.execute, around training and writing
+        ...                      # SIGTERM / SIGINT raise JobInterrupted here
+
+A single run then exits with 128 + the signal's number (143 for SIGTERM, 130 for SIGINT), as a
+process killed by it would report in a shell. Outside the main thread (no signal handlers can be
+installed there) the block runs unguarded.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class JobInterrupted(BaseException):
+    """Raised in the job's main thread by SIGTERM or SIGINT. A BaseException, so that no
+    ``except Exception`` (a seed's error handling) mistakes it for the job's own failure."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {self.name}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def _raise(signum, frame) -> None:
+    for sig in SIGNALS:  # a second signal must not cut the job's record short
+        signal.signal(sig, signal.SIG_IGN)
+    raise JobInterrupted(signum)
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGTERM and SIGINT raise :class:`JobInterrupted` inside the block; the handlers that
+    were there before come back when it ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    for sig in SIGNALS:
+        signal.signal(sig, _raise)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)

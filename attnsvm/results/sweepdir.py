@@ -1,0 +1,79 @@
+"""Where a sweep lives, and which of its jobs never started.
+
+An ad-hoc grid (no ``+sweeps=NAME``, no ``hydra.sweep.dir=``) gets a stable directory named
+after its overrides, so that running the same command again resumes it:
+
+    python -m attnsvm.run -m dataset.d=2,4,8 parameterization=w,kq seeds=5
+    # -> outputs/sweeps/adhoc/dataset.d=2,4,8_parameterization=w,kq_seeds=5-<hash of the list>
+
+conf/config.yaml names the resolver ``attnsvm_adhoc_sweep`` (registered by the local launcher's
+plug-in, hydra_plugins/attnsvm_local, which Hydra imports before composing). The order of the
+overrides and the keys that change no number (threads, batch_size, progress_interval) do not
+change the directory. :func:`never_started` reads the grid back from ``multirun.yaml``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from attnsvm.results.store import NON_RESULT_KEYS
+
+MAX_DESCRIPTION = 80  # characters of the readable part of an ad-hoc sweep's directory name
+UNSAFE = re.compile(r"[^A-Za-z0-9.,=+_-]+")
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def adhoc_name(overrides: list[str]) -> str:
+    """``<sorted overrides, file-name safe, truncated>-<8 hex digits of their hash>``."""
+    kept = sorted(str(o) for o in overrides if _key(str(o)) not in NON_RESULT_KEYS)
+    digest = hashlib.sha256("\n".join(kept).encode()).hexdigest()[:8]
+    text = UNSAFE.sub("_", "_".join(kept)).strip("_.") or "defaults"
+    return f"{text[:MAX_DESCRIPTION].rstrip('_.')}-{digest}"
+
+
+def adhoc_sweep_dir(base: str, overrides) -> str:
+    """The resolver ``${attnsvm_adhoc_sweep:BASE,${hydra.overrides.task}}``: ``BASE/<name>``.
+
+    Registered with ``use_cache=True``: OmegaConf caches a resolver by its arguments' text, and
+    Hydra copies the sweep's cache into every job's config (as for ``${now:...}``), so each job
+    gets the sweep's directory, not one named after its own single-valued overrides."""
+    items = OmegaConf.to_container(overrides) if OmegaConf.is_config(overrides) else overrides
+    return f"{base}/{adhoc_name(list(items or []))}"
+
+
+def register_resolver() -> None:
+    if not OmegaConf.has_resolver("attnsvm_adhoc_sweep"):
+        OmegaConf.register_new_resolver("attnsvm_adhoc_sweep", adhoc_sweep_dir, use_cache=True)
+
+
+def sweep_grid(sweep_dir: Path) -> list[list[str]]:
+    """Every job's overrides, expanded from ``multirun.yaml`` as Hydra's basic sweeper does
+    (the sweep file's ``hydra.sweeper.params``, then the command line's overrides)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    cfg = OmegaConf.load(Path(sweep_dir) / "multirun.yaml")
+    params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
+    args = [f"{k}={v}" for k, v in params.items()] + list(cfg.hydra.overrides.task)
+    parsed = OverridesParser.create().parse_overrides(args)
+    return [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
+
+
+def never_started(sweep_dir: Path) -> list[str]:
+    """The grid points of the sweep (``multirun.yaml``) that no job directory holds: each job
+    records its own overrides in ``.hydra/overrides.yaml``. Empty where there is no grid."""
+    if not (Path(sweep_dir) / "multirun.yaml").exists():
+        return []
+    seen = {
+        frozenset(OmegaConf.to_container(OmegaConf.load(p)))
+        for p in Path(sweep_dir).rglob(".hydra/overrides.yaml")
+        if (p.parent.parent / "job.json").exists()
+    }
+    return [" ".join(job) for job in sweep_grid(sweep_dir) if frozenset(job) not in seen]

@@ -1,0 +1,217 @@
+"""Worker processes that die with the sweep, and whose own death fails only their own job.
+
+    pool = WorkerPool(n_workers)
+    outcomes = pool.run({num: (fn, args), ...})   # num -> Outcome; a dead worker's job too
+    pool.close()
+
+Each worker is a fresh interpreter (``spawn``) running one job at a time. It ends when the
+process that started it ends, however that ends (SIGKILL included): the kernel sends it SIGTERM
+when its parent dies (Linux ``PR_SET_PDEATHSIG``), and a watchdog thread that polls its parent
+id does the same elsewhere, then exits hard after a grace period in which the job records
+itself ``interrupted``. A worker that dies mid-job (killed, out of memory) fails that job only:
+the pool starts a new worker for the jobs still to run. concurrent.futures' pool cannot do
+this: a dead worker breaks it and it terminates every other job in flight.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+import cloudpickle
+
+log = logging.getLogger(__name__)
+POLL_S = 0.5  # how often a worker's watchdog looks at its parent id
+GRACE_S = 10.0  # after its parent's death (or a SIGTERM from it), a worker's time to record
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class Outcome:
+    """What came back for one job: ``value`` if the function returned, else ``error``."""
+
+    value: Any = None
+    error: str | None = None  # repr of the exception, or how the worker died
+    traceback: str | None = None
+    exitcode: int | None = None  # set when the worker died without answering
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """End this worker when its parent is gone: SIGTERM to itself (the job records itself
+    ``interrupted``), then a hard exit after ``GRACE_S``."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(POLL_S)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(GRACE_S)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="attnsvm-parent-watchdog", daemon=True).start()
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _quiet_exit(signum, frame) -> None:
+    """Between jobs, SIGTERM / SIGINT end a worker without a traceback."""
+    raise SystemExit(128 + signum)
+
+
+def _worker_main(conn, parent_pid: int) -> None:
+    """One job at a time from ``conn``: (fn, args) in, (value, error, traceback) out; EOF
+    ends the worker."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _quiet_exit)
+    _watch_parent(parent_pid)
+    logging.raiseExceptions = False  # a full disk must not print logging's own tracebacks
+    while True:
+        try:
+            fn, args = cloudpickle.loads(conn.recv_bytes())
+        except EOFError:
+            return
+        try:
+            answer = (fn(*args), None, None)
+        except BaseException as exc:  # noqa: B036  (SystemExit of the job included)
+            answer = (None, repr(exc), traceback.format_exc())
+        try:
+            _send(conn, answer)
+        except OSError:  # the sweep's process is gone: nobody to answer
+            return
+
+
+def _send(conn, answer: tuple) -> None:
+    """A plain tuple: Hydra's plug-in scan re-imports this module in the worker, so a class
+    of it would not pickle as the same object."""
+    try:
+        conn.send(answer)
+    except OSError:
+        raise
+    except Exception as exc:  # the value does not pickle
+        conn.send((None, f"result could not be sent back: {exc!r}", None))
+
+
+class _Worker:
+    def __init__(self, ctx) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(
+            target=_worker_main, args=(child, os.getpid()), name="attnsvm-worker"
+        )
+        self.process.start()
+        child.close()
+
+
+def died(exitcode: int | None) -> str:
+    """'killed by SIGKILL', 'exited with code 1'."""
+    if exitcode is not None and exitcode < 0:
+        return f"killed by {signal.Signals(-exitcode).name}"
+    return f"exited with code {exitcode}"
+
+
+class WorkerPool:
+    """At most ``n`` workers; started on demand, replaced when one dies (module doc)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = max(1, n)
+        self.ctx = mp.get_context("spawn")
+        self.idle: list[_Worker] = []
+        self.busy: dict[int, _Worker] = {}  # job -> worker
+        self.pids: list[int] = []  # every worker ever started (tests look for survivors)
+
+    def _worker(self) -> _Worker:
+        while self.idle:
+            w = self.idle.pop()
+            if w.process.is_alive():
+                return w
+        w = _Worker(self.ctx)
+        self.pids.append(w.process.pid)
+        return w
+
+    def _dispatch(self, pending: deque, jobs: dict) -> None:
+        while pending and len(self.busy) < self.n:
+            num = pending.popleft()
+            w = self._worker()
+            self.busy[num] = w  # first: an interrupted sweep interrupts every job it sent
+            try:
+                w.conn.send_bytes(cloudpickle.dumps(jobs[num]))
+            except (BrokenPipeError, OSError):  # it died between the check and the send
+                del self.busy[num]
+                pending.appendleft(num)
+
+    def _collect(self, w: _Worker) -> Outcome | None:
+        """The worker's answer, or (dead worker) an Outcome saying how it died; None: not yet."""
+        if w.conn.poll():
+            try:
+                value, error, tb = w.conn.recv()
+                return Outcome(value=value, error=error, traceback=tb)
+            except (EOFError, OSError):
+                pass
+        if w.process.is_alive():
+            return None
+        w.process.join()
+        code = w.process.exitcode
+        return Outcome(error=f"worker process {w.process.pid} {died(code)}", exitcode=code)
+
+    def run(self, jobs: dict[int, tuple], done=None) -> dict[int, Outcome]:
+        """Run ``fn(*args)`` for every job; ``done(num, outcome)`` is called as each ends."""
+        pending, outcomes = deque(sorted(jobs)), {}
+        while pending or self.busy:
+            self._dispatch(pending, jobs)
+            waitables = [x for w in self.busy.values() for x in (w.conn, w.process.sentinel)]
+            wait(waitables)
+            for num, w in list(self.busy.items()):
+                outcome = self._collect(w)
+                if outcome is None:
+                    continue
+                del self.busy[num]
+                outcomes[num] = outcome
+                if w.process.is_alive():
+                    self.idle.append(w)
+                if done is not None:
+                    done(num, outcome)
+        return outcomes
+
+    def interrupt(self, grace: float = GRACE_S) -> dict[int, Outcome]:
+        """SIGTERM to every busy worker; their jobs' outcomes (they record themselves
+        ``interrupted``) as they come within ``grace`` seconds; the rest are killed."""
+        for w in self.busy.values():
+            if w.process.is_alive():
+                os.kill(w.process.pid, signal.SIGTERM)
+        outcomes, deadline = {}, time.monotonic() + grace
+        while self.busy and time.monotonic() < deadline:
+            wait([x for w in self.busy.values() for x in (w.conn, w.process.sentinel)], 0.2)
+            for num, w in list(self.busy.items()):
+                outcome = self._collect(w)
+                if outcome is not None:
+                    outcomes[num] = outcome
+                    del self.busy[num]
+        for num, w in self.busy.items():
+            w.process.kill()
+            outcomes[num] = Outcome(error=f"worker process {w.process.pid} killed", exitcode=-9)
+        self.busy.clear()
+        return outcomes
+
+    def close(self) -> None:
+        """End every worker: idle ones on EOF, then whatever is left is killed."""
+        workers = self.idle + list(self.busy.values())
+        for w in workers:
+            w.conn.close()
+        for w in workers:
+            w.process.join(timeout=GRACE_S)
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join()
+        self.idle, self.busy = [], {}

@@ -1,0 +1,300 @@
+"""Local sweeps end to end: the same ad-hoc command resumes without starting a worker; the
+sweep's workers die with it (kill -9 included); a dead worker, a full disk or a signal fails
+only the jobs it hits, and every sweep ends with ``N run, M skipped, K failed, L not started``.
+
+The fault injections live in a ``sitecustomize`` loaded by every Python process of the sweep
+(the workers too), as in test_failures.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from attnsvm.results.plan import sweep_line
+from attnsvm.results.sweepdir import adhoc_name
+from bits import assert_frames_identical
+from cli_helpers import (
+    REPO,
+    SMALL,
+    attnsvm_cmd,
+    cli_env,
+    job_dirs,
+    read_job_json,
+    run_cli,
+    sweep_table,
+)
+
+HOOK = """
+import os, sys
+if os.environ.get("ATTNSVM_TEST_PIDS") and "--multiprocessing-fork" in sys.argv:
+    with open(os.environ["ATTNSVM_TEST_PIDS"], "a") as fh:   # a worker process started
+        fh.write(f"{os.getpid()}\\n")
+if os.environ.get("ATTNSVM_TEST_D"):
+    import signal
+    import attnsvm.experiments.gd.pipeline as _pipeline
+    _run_job = _pipeline.run_job
+
+    def run_job(cfg, progress=None):
+        if cfg.dataset.d == int(os.environ["ATTNSVM_TEST_D"]):
+            if os.environ.get("ATTNSVM_TEST_FILL"):   # the disk fills up during this job
+                with open(os.environ["ATTNSVM_TEST_FILL"], "wb") as fh:
+                    try:
+                        while True:
+                            fh.write(bytes(1 << 16))
+                            fh.flush()
+                    except OSError:
+                        pass
+            else:                                     # this job's worker is killed
+                os.kill(os.getpid(), signal.SIGKILL)
+        return _run_job(cfg, progress)
+
+    _pipeline.run_job = run_job
+"""
+# jobs that run until a test stops them; the torch engine returns to Python every step, so a
+# signal is handled at once (the fused kernel handles it when its call returns)
+LONG = ["engine=torch", "optimizer.steps=1000000", "optimizer.checkpoint_every=1000", "seeds=2"]
+
+
+@pytest.fixture
+def hook(tmp_path):
+    """Environment that loads HOOK in every process; ``pids`` lists the workers started."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(HOOK)
+    pids = tmp_path / "worker_pids"
+    path = os.pathsep.join([str(tmp_path / "hook"), str(REPO)])
+    return {"PYTHONPATH": path, "ATTNSVM_TEST_PIDS": str(pids)}
+
+
+def _workers(pids_file: Path) -> list[int]:
+    return [int(x) for x in pids_file.read_text().split()] if pids_file.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _start(*overrides: str, env: dict, cwd: Path = REPO, multirun=True) -> subprocess.Popen:
+    return subprocess.Popen(
+        attnsvm_cmd(*overrides, multirun=multirun),
+        cwd=cwd,
+        env=cli_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _wait_running(root: Path, count: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until ``count`` job.json files below ``root`` say ``running``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        states = [json.loads(p.read_text()).get("status") for p in root.rglob("job.json")]
+        if states.count("running") >= count:
+            time.sleep(1.0)  # inside training
+            return
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail(f"{count} running jobs never seen:\n{proc.communicate()[0]}")
+
+
+def test_adhoc_name_ignores_order_and_non_result_keys():
+    a = adhoc_name(["dataset.d=2,4,8", "parameterization=w,kq", "seeds=5"])
+    assert a.startswith("dataset.d=2,4,8_parameterization=w,kq_seeds=5-")
+    assert a == adhoc_name(["seeds=5", "threads=2", "parameterization=w,kq", "dataset.d=2,4,8"])
+    assert a != adhoc_name(["dataset.d=2,4,8", "parameterization=w,kq", "seeds=6"])
+    odd = adhoc_name(["dataset.path=/data/my file.pt", "+x=" + "9" * 200])
+    assert "/" not in odd and " " not in odd and len(odd) <= 80 + 9
+
+
+def test_sweep_line_counts_every_status():
+    line = sweep_line(["finished", "skipped", "failed", "interrupted", None, "finished"])
+    assert line == "2 run, 1 skipped, 2 failed, 1 not started"
+
+
+@pytest.mark.slow
+def test_same_adhoc_command_twice_computes_nothing_and_starts_no_worker(tmp_path, hook):
+    # one worker, 10 seeds: a first run long enough that a loaded machine's noise stays small
+    grid = ["dataset.d=2,4,8", "parameterization=w,kq", "seeds=10", "hydra.launcher.n_jobs=1"]
+    pids = Path(hook["ATTNSVM_TEST_PIDS"])
+    walls = []
+    for _ in range(2):
+        tic = time.monotonic()
+        proc = _start(*grid, env=hook, cwd=tmp_path)
+        out = proc.communicate(timeout=600)[0]
+        walls.append(time.monotonic() - tic)
+        assert proc.returncode == 0, out
+        if len(walls) == 1:
+            assert out.rstrip().endswith("attnsvm sweep: 6 run, 0 skipped, 0 failed, 0 not started")
+            assert len(_workers(pids)) == 1, "the first run should start its one worker"
+            jobs = {p: p.read_bytes() for p in tmp_path.rglob("job.json")}
+            pids.unlink()
+    assert out.rstrip().endswith("attnsvm sweep: 0 run, 6 skipped, 0 failed, 0 not started")
+    assert _workers(pids) == [], "an all-finished sweep started worker processes"
+    assert {p: p.read_bytes() for p in tmp_path.rglob("job.json")} == jobs
+    (sweep_dir,) = (tmp_path / "outputs" / "sweeps" / "adhoc").iterdir()
+    assert sweep_dir.name.startswith("dataset.d=2,4,8_parameterization=w,kq_seeds=10-")
+    assert len(job_dirs(sweep_dir)) == 6
+    print(f"walls: first {walls[0]:.1f} s, second {walls[1]:.1f} s")
+    assert walls[1] < walls[0] / 2, f"first run {walls[0]:.1f} s, second {walls[1]:.1f} s"
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_sweep_leaves_no_worker_alive(tmp_path, hook):
+    sweep = tmp_path / "s"
+    proc = _start(
+        "dataset.d=2,3", *LONG, "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", env=hook
+    )
+    _wait_running(sweep, 2, proc)
+    workers = _workers(Path(hook["ATTNSVM_TEST_PIDS"]))
+    assert len(workers) == 2 and all(_alive(p) for p in workers)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    survivors = [p for p in workers if _alive(p)]
+    for p in survivors:
+        os.kill(p, signal.SIGKILL)
+    assert not survivors, "workers outlived their sweep by 30 s"
+    # the workers had time to say why their jobs stopped
+    for d in job_dirs(sweep):
+        job = read_job_json(d)
+        assert (job["status"], job["signal"]) == ("interrupted", "SIGTERM"), job["status"]
+
+
+@pytest.mark.slow
+def test_a_killed_worker_fails_its_job_only(tmp_path, hook):
+    sweep = tmp_path / "s"
+    env = {**hook, "ATTNSVM_TEST_D": "3"}
+    res = run_cli(
+        "dataset.d=2,3,4",
+        *SMALL,
+        "hydra.launcher.n_jobs=2",
+        f"hydra.sweep.dir={sweep}",
+        multirun=True,
+        **env,
+    )
+    assert res.returncode == 0, res.stdout
+    assert res.stdout.rstrip().endswith("1 failed, 0 not started"), res.stdout
+    assert "attnsvm sweep: 2 run, 0 skipped, 1 failed, 0 not started" in res.stdout
+    assert "Traceback" not in res.stdout
+    jobs = {read_job_json(d)["config"]["dataset"]["d"]: read_job_json(d) for d in job_dirs(sweep)}
+    assert {d: j["status"] for d, j in jobs.items()} == {2: "finished", 3: "failed", 4: "finished"}
+    assert "killed by SIGKILL" in jobs[3]["error"], jobs[3]["error"]
+
+    again = run_cli(
+        "dataset.d=2,3,4",
+        *SMALL,
+        "hydra.launcher.n_jobs=2",
+        f"hydra.sweep.dir={sweep}",
+        multirun=True,
+    )
+    assert "attnsvm sweep: 1 run, 2 skipped, 0 failed, 0 not started" in again.stdout, again.stdout
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB tmpfs at ``tmp_path/disk`` (we run as root in CI and here)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.slow
+def test_a_full_disk_fails_the_jobs_it_hits_and_the_sweep_ends_with_its_summary(small_disk, hook):
+    sweep, filler = small_disk / "s", small_disk / "filler"
+    args = ["dataset.d=2,3,4", *SMALL, "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={sweep}"]
+    env = {**hook, "ATTNSVM_TEST_D": "3", "ATTNSVM_TEST_FILL": str(filler)}
+    res = run_cli(*args, multirun=True, **env)
+    assert res.returncode == 0, res.stdout
+    assert res.stdout.rstrip().endswith("attnsvm sweep: 1 run, 0 skipped, 2 failed, 0 not started")
+    assert "Traceback" not in res.stdout, res.stdout
+    assert "No space left on device" in res.stdout
+    done = [
+        read_job_json(d)["config"]["dataset"]["d"]
+        for d in job_dirs(sweep)
+        if read_job_json(d)["status"] == "finished"
+    ]
+    assert done == [2]
+
+    filler.unlink()  # space again: the same command computes the two jobs the disk failed
+    again = run_cli(*args, multirun=True)
+    assert again.stdout.rstrip().endswith(
+        "attnsvm sweep: 2 run, 1 skipped, 0 failed, 0 not started"
+    ), again.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signalled_single_job_records_interrupted(tmp_path, sig, code):
+    run_dir = tmp_path / "run"
+    proc = _start(*LONG, f"hydra.run.dir={run_dir}", env={}, multirun=False)
+    _wait_running(run_dir, 1, proc)
+    proc.send_signal(sig)
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == code, out
+    assert "Traceback" not in out, out
+    job = read_job_json(run_dir)
+    assert (job["status"], job["signal"]) == ("interrupted", sig.name)
+
+
+@pytest.mark.slow
+def test_sigterm_of_the_sweep_interrupts_its_jobs_and_aggregate_names_the_rest(tmp_path, hook):
+    sweep = tmp_path / "s"
+    proc = _start(
+        "dataset.d=2,3,4,5", *LONG, "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", env=hook
+    )
+    _wait_running(sweep, 2, proc)
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 143, out
+    assert out.rstrip().endswith("attnsvm sweep: 0 run, 0 skipped, 2 failed, 2 not started"), out
+    assert "Traceback" not in out, out
+    assert [read_job_json(d)["status"] for d in job_dirs(sweep)] == ["interrupted"] * 2
+    assert not any(_alive(p) for p in _workers(Path(hook["ATTNSVM_TEST_PIDS"])))
+
+    agg = subprocess.run(
+        [sys.executable, "-m", "attnsvm.results.aggregate", str(sweep), "--no-figures"],
+        cwd=REPO,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    started = {read_job_json(d)["config"]["dataset"]["d"] for d in job_dirs(sweep)}
+    never = [line for line in agg.stdout.splitlines() if "never started" in line]
+    assert len(never) == 2, agg.stdout
+    for d in {2, 3, 4, 5} - started:
+        assert any(f"dataset.d={d} " in line for line in never), agg.stdout
+
+
+@pytest.mark.slow
+def test_rows_are_the_bits_of_the_joblib_launcher(tmp_path):
+    grid = ["dataset.d=3,4", "parameterization=w,kq", *SMALL, "hydra.launcher.n_jobs=2"]
+    for launcher in ("local", "joblib"):
+        res = run_cli(
+            *grid,
+            f"hydra/launcher={launcher}",
+            f"hydra.sweep.dir={tmp_path / launcher}",
+            multirun=True,
+        )
+        assert res.returncode == 0, res.stdout
+    for table in ("runs.parquet", "trajectory.parquet"):
+        got, want = sweep_table(tmp_path / "local", table), sweep_table(tmp_path / "joblib", table)
+        assert len(got) == 4 * 3 * (1 if table == "runs.parquet" else 4)
+        assert_frames_identical(got, want, table)
