@@ -1,6 +1,6 @@
 """The ``icl.*`` keys of experiment ``icl``: a leaf schema that imports nothing of attnsvm.
 
-    python -m attnsvm.run experiment=icl icl.N=40 icl.spectrum=linear icl.kappa=4
+python -m attnsvm.run experiment=icl icl.N=40 icl.spectrum=linear icl.kappa=4
 """
 
 from __future__ import annotations
@@ -92,7 +92,10 @@ class Config:
         _check(self.lr > 0, "lr", "floats > 0", self.lr)
         betas = list(self.betas)
         _check(
-            len(betas) == 2 and all(0 <= b < 1 for b in betas), "betas", "two floats in [0, 1)", betas
+            len(betas) == 2 and all(0 <= b < 1 for b in betas),
+            "betas",
+            "two floats in [0, 1)",
+            betas,
         )
         _check(
             (self.spectrum == Spectrum.file) == (self.spectrum_file is not None),

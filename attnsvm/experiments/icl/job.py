@@ -1,8 +1,8 @@
 """One ``icl`` job: R seeds trained at once, then the limit and the baselines on test prompts.
 
-    from types import SimpleNamespace
-    run = SimpleNamespace(seed=0, seeds=4, dtype="float64", device="cpu", threads=1, icl=Config())
-    result = run_job(run)   # result.runs: one row per seed; result.trajectory: per checkpoint
+from types import SimpleNamespace
+run = SimpleNamespace(seed=0, seeds=4, dtype="float64", device="cpu", threads=1, icl=Config())
+result = run_job(run)   # result.runs: one row per seed; result.trajectory: per checkpoint
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def train(cfg: Config, seeds: list[int], test: data.Prompts, Lam: torch.Tensor) 
             break
         loss = _loss(cfg, params, gens, chol, Lam)  # (R,)
         grads = torch.autograd.grad(loss.sum(), list(params.values()))
-        step_rule(params, dict(zip(params, grads)))
+        step_rule(params, dict(zip(params, grads, strict=True)))
     A = None if As[0] is None else torch.stack(As)
     final = {k: v.detach() for k, v in params.items()}
     return Trajectory(steps, A, torch.stack(losses), final)
