@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from attnsvm.experiments.icl import data, limits
+import attnsvm.experiments.icl.data as data
+import attnsvm.experiments.icl.limits as limits
 from attnsvm.experiments.icl.config import Config
 
 

@@ -66,10 +66,10 @@ class Config:
     lr: float = 0.02
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # adam
     schedule: Schedule = Schedule.cosine
-    steps: int = 1000
+    steps: int = 500
     batch: int = 1000  # fresh prompts per step and seed
     gradient: Gradient = Gradient.sample
-    checkpoint_every: int = 50
+    checkpoint_every: int = 25
     test_prompts: int = 10000  # fresh test prompts per seed: icl_loss and its baselines
     fit_prompts: int = 20000  # prompts on which the L-step preconditioned-GD baseline is fitted
 

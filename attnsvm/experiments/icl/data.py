@@ -42,22 +42,25 @@ def _normal(gen, shape: tuple, like: torch.Tensor) -> torch.Tensor:
     return torch.empty(shape, dtype=like.dtype, device=like.device).normal_(generator=gen)
 
 
-def _one(gen, B: int, N: int, chol: torch.Tensor, noise: float) -> tuple:
-    """x (B, N+1, d) and y (B, N+1) of one seed."""
-    d = chol.shape[0]
-    x = _normal(gen, (B, N + 1, d), chol) @ chol.T
+def _fill(E: torch.Tensor, gen, chol: torch.Tensor, noise: float) -> torch.Tensor:
+    """Fill one seed's embeddings E (B, d+1, N+1) in place; returns y_q (B,)."""
+    B, d, N = E.shape[0], chol.shape[0], E.shape[-1] - 1
+    z = _normal(gen, (B, d, N + 1), chol)  # columns x_1..x_N, x_q
+    diagonal = torch.equal(chol, torch.diag(torch.diagonal(chol)))
+    x = z * torch.diagonal(chol)[:, None] if diagonal else chol @ z  # (B, d, N+1)
     w = _normal(gen, (B, d), chol)
-    y = torch.einsum("bnd,bd->bn", x, w)
+    y = torch.einsum("bdn,bd->bn", x, w)  # (B, N+1)
     if noise > 0:
         y = y + noise * _normal(gen, (B, N + 1), chol)
-    return x, y
+    E[:, :d] = x
+    E[:, d, :N] = y[:, :N]
+    E[:, d, N] = 0.0
+    return y[:, N]
 
 
 def draw(gens: list, B: int, N: int, chol: torch.Tensor, noise: float) -> Prompts:
     """B prompts per generator (one generator per seed); chol: a factor of Lam, Lam = C C^T."""
-    parts = [_one(g, B, N, chol, noise) for g in gens]
-    x = torch.stack([p[0] for p in parts])  # (R, B, N+1, d)
-    y = torch.stack([p[1] for p in parts])  # (R, B, N+1)
-    labels = torch.cat([y[..., :-1], torch.zeros_like(y[..., -1:])], dim=-1)
-    E = torch.cat([x.transpose(-1, -2), labels[..., None, :]], dim=-2)  # (R, B, d+1, N+1)
-    return Prompts(E, y[..., -1])
+    d = chol.shape[0]
+    E = chol.new_empty((len(gens), B, d + 1, N + 1))  # (R, B, d+1, N+1)
+    y_q = torch.stack([_fill(E[r], g, chol, noise) for r, g in enumerate(gens)])  # (R, B)
+    return Prompts(E, y_q)

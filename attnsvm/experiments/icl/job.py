@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnsvm.experiments.icl import baselines, data, limits
+import attnsvm.experiments.icl.baselines as baselines
+import attnsvm.experiments.icl.data as data
+import attnsvm.experiments.icl.limits as limits
 from attnsvm.experiments.icl.config import Config, Parameterization
 from attnsvm.experiments.icl.train import Trajectory, squared_loss, train
 from attnsvm.pipeline import JobResult

@@ -58,12 +58,17 @@ def weights(cfg: Config, params: dict) -> tuple[torch.Tensor, torch.Tensor]:
 
 def forward(pv: torch.Tensor, kq: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
     """y_hat (R, B) of weights pv, kq (R, L, D, D) on embeddings E (R, B, D, N+1)."""
-    N = E.shape[-1] - 1
-    for layer in range(pv.shape[1]):
+    N, last = E.shape[-1] - 1, pv.shape[1] - 1
+    for layer in range(last):
         ctx = E[..., :N]  # (R, B, D, N): keys and values
         G = ctx @ ctx.transpose(-1, -2) / N  # (R, B, D, D)
         E = E + pv[:, layer, None] @ G @ kq[:, layer, None] @ E  # (R, B, D, N+1)
-    return -E[..., -1, -1]
+    # the last layer: only the query's label entry, e_D^T W^PV G W^KQ E[:, N]
+    ctx = E[..., :N]
+    G = ctx @ ctx.transpose(-1, -2) / N  # (R, B, D, D)
+    row = torch.einsum("rj,rbji->rbi", pv[:, last, -1], G)  # (R, B, D)
+    col = torch.einsum("rij,rbj->rbi", kq[:, last], E[..., N])  # (R, B, D)
+    return -(E[..., -1, N] + (row * col).sum(-1))
 
 
 def effective_A(cfg: Config, params: dict) -> torch.Tensor | None:

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from attnsvm.experiments.icl import data, limits, model
+import attnsvm.experiments.icl.data as data
+import attnsvm.experiments.icl.limits as limits
+import attnsvm.experiments.icl.model as model
 from attnsvm.experiments.icl.config import Config, Gradient, Optimizer, Schedule
 
 
