@@ -3,7 +3,8 @@ registered with the run command; then ``python -m attnsvm.run -m +sweeps=NAME`` 
 
     python tools/icl_grid.py sweeps/icl_N.yaml outputs/icl_N [--seeds 4]
 
-Writes runs.parquet, trajectory.parquet and the experiment's figures into the output folder.
+Writes runs.parquet, trajectory.parquet, summary.csv and the experiment's figures into the
+output folder.
 """
 
 from __future__ import annotations
@@ -64,8 +65,21 @@ def main() -> None:
     runs, trajs = pd.concat(runs, ignore_index=True), pd.concat(trajs, ignore_index=True)
     runs.to_parquet(args.out / "runs.parquet", index=False)
     trajs.to_parquet(args.out / "trajectory.parquet", index=False)
+    table(runs).to_csv(args.out / "summary.csv", index=False)
     for path in icl.figures(runs, trajs, args.out):
         print("wrote", path)
+
+
+def table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per grid point: seeds ok, rel_err_limit (mean, max), mean losses, seconds per seed."""
+    keys = ["icl.N", "icl.spectrum", "icl.parameterization", "icl.layers"]
+    g = runs[runs.status == "ok"].groupby(keys)
+    out = g.agg(ok=("seed", "size"), rel_err_mean=("rel_err_limit", "mean"))
+    out["rel_err_max"] = g.rel_err_limit.max()
+    out["corr_min"] = g.corr_limit.min()
+    for col in ("icl_loss", "icl_loss_limit", "icl_loss_gd1", "icl_loss_pgd", "seconds"):
+        out[col] = g[col].mean()
+    return out.reset_index().round(5)
 
 
 if __name__ == "__main__":

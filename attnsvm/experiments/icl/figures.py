@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -31,6 +32,14 @@ def _spectra(table: pd.DataFrame) -> list[str]:
 def _axes(rows: int, cols: int):
     fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.4 * rows), squeeze=False)
     return fig, axes
+
+
+def _n_axis(ax, values) -> None:
+    """Log N axis labelled at the swept values only."""
+    ax.set_xscale("log")
+    ax.minorticks_off()
+    ax.set_xticks(sorted(set(values)))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
 
 
 def _save(fig, path: Path) -> Path:
@@ -58,13 +67,15 @@ def _n_figure(runs: pd.DataFrame, out_dir: Path) -> Path:
     for j, spectrum in enumerate(spectra):
         sub = long[long["icl.spectrum"].astype(str) == spectrum]
         sns.lineplot(sub, x="icl.N", y="loss", hue="what", marker="o", errorbar="sd", ax=axes[0, j])
-        axes[0, j].set(xscale="log", title=f"spectrum: {spectrum}", ylabel="test loss")
+        axes[0, j].set(yscale="log", title=f"spectrum: {spectrum}", ylabel="test loss")
         err = runs[runs["icl.spectrum"].astype(str) == spectrum]
         sns.lineplot(
             err, x="icl.N", y="rel_err_limit", hue="icl.parameterization", marker="o",
             errorbar="sd", ax=axes[1, j],
         )  # fmt: skip
-        axes[1, j].set(xscale="log", yscale="log", ylabel="||A - Gamma^-1|| / ||Gamma^-1||")
+        axes[1, j].set(yscale="log", ylabel="||A - Gamma^-1|| / ||Gamma^-1||")
+        for ax in axes[:, j]:
+            _n_axis(ax, runs["icl.N"])
     return _save(fig, out_dir / "icl_N.png")
 
 
@@ -72,15 +83,18 @@ def _trajectory_figure(trajectory: pd.DataFrame, out_dir: Path) -> Path:
     spectra = _spectra(trajectory)
     fig, axes = _axes(1, len(spectra))
     hue = "icl.N" if trajectory["icl.N"].nunique() > 1 else "icl.parameterization"
+    style = "icl.parameterization" if hue == "icl.N" else None
     for j, spectrum in enumerate(spectra):
         sub = trajectory[trajectory["icl.spectrum"].astype(str) == spectrum]
-        style = "icl.parameterization" if hue == "icl.N" else None
+        last = j == len(spectra) - 1
+        ax = axes[0, j]
         sns.lineplot(
-            sub, x="step", y="rel_err_limit", hue=hue, style=style, errorbar=None, ax=axes[0, j]
-        )
-        axes[0, j].set(
-            yscale="log", title=f"spectrum: {spectrum}", ylabel="relative error to Gamma^-1"
-        )
+            sub, x="step", y="rel_err_limit", hue=hue, style=style, errorbar=None, ax=ax,
+            palette="viridis", legend="full" if last else False,
+        )  # fmt: skip
+        ax.set(yscale="log", title=f"spectrum: {spectrum}", ylabel="relative error to Gamma^-1")
+        if last:
+            sns.move_legend(ax, "upper left", bbox_to_anchor=(1.02, 1))
     return _save(fig, out_dir / "icl_trajectory.png")
 
 
@@ -94,6 +108,7 @@ def _layers_figure(runs: pd.DataFrame, out_dir: Path) -> Path:
             sub, x="icl.layers", y="loss", hue="what", marker="o", errorbar="sd", ax=axes[0, j]
         )
         axes[0, j].set(title=f"spectrum: {spectrum}", xlabel="layers L", ylabel="test loss")
+        axes[0, j].set(yscale="log", xticks=sorted(runs["icl.layers"].unique()))
     return _save(fig, out_dir / "icl_layers.png")
 
 
