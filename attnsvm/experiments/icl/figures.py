@@ -42,6 +42,11 @@ def _n_axis(ax, values) -> None:
     ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
 
 
+def _legends_outside(axes) -> None:
+    for ax in axes:
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1.02, 1))
+
+
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -66,16 +71,20 @@ def _n_figure(runs: pd.DataFrame, out_dir: Path) -> Path:
     long = _losses(runs, "icl.N", {})
     for j, spectrum in enumerate(spectra):
         sub = long[long["icl.spectrum"].astype(str) == spectrum]
-        sns.lineplot(sub, x="icl.N", y="loss", hue="what", marker="o", errorbar="sd", ax=axes[0, j])
+        sns.lineplot(
+            sub, x="icl.N", y="loss", hue="what", marker="o", errorbar="sd", ax=axes[0, j],
+            legend=j == len(spectra) - 1,
+        )  # fmt: skip
         axes[0, j].set(yscale="log", title=f"spectrum: {spectrum}", ylabel="test loss")
         err = runs[runs["icl.spectrum"].astype(str) == spectrum]
         sns.lineplot(
             err, x="icl.N", y="rel_err_limit", hue="icl.parameterization", marker="o",
-            errorbar="sd", ax=axes[1, j],
+            errorbar="sd", ax=axes[1, j], legend=j == len(spectra) - 1,
         )  # fmt: skip
         axes[1, j].set(yscale="log", ylabel="||A - Gamma^-1|| / ||Gamma^-1||")
         for ax in axes[:, j]:
             _n_axis(ax, runs["icl.N"])
+    _legends_outside(axes[:, -1])
     return _save(fig, out_dir / "icl_N.png")
 
 
@@ -93,8 +102,7 @@ def _trajectory_figure(trajectory: pd.DataFrame, out_dir: Path) -> Path:
             palette="viridis", legend="full" if last else False,
         )  # fmt: skip
         ax.set(yscale="log", title=f"spectrum: {spectrum}", ylabel="relative error to Gamma^-1")
-        if last:
-            sns.move_legend(ax, "upper left", bbox_to_anchor=(1.02, 1))
+    _legends_outside(axes[:, -1])
     return _save(fig, out_dir / "icl_trajectory.png")
 
 
@@ -105,10 +113,12 @@ def _layers_figure(runs: pd.DataFrame, out_dir: Path) -> Path:
     for j, spectrum in enumerate(spectra):
         sub = long[long["icl.spectrum"].astype(str) == spectrum]
         sns.lineplot(
-            sub, x="icl.layers", y="loss", hue="what", marker="o", errorbar="sd", ax=axes[0, j]
-        )
+            sub, x="icl.layers", y="loss", hue="what", marker="o", errorbar="sd", ax=axes[0, j],
+            legend=j == len(spectra) - 1,
+        )  # fmt: skip
         axes[0, j].set(title=f"spectrum: {spectrum}", xlabel="layers L", ylabel="test loss")
         axes[0, j].set(yscale="log", xticks=sorted(runs["icl.layers"].unique()))
+    _legends_outside(axes[:, -1])
     return _save(fig, out_dir / "icl_layers.png")
 
 
