@@ -31,6 +31,10 @@ if platform.machine().lower() in ("x86_64", "amd64"):
 
 # every package of attnsvm and its Hydra plug-ins, and conf/ shipped as attnsvm.conf
 # (pyproject.toml's package-dir)
-PACKAGES = [*find_packages(include=["attnsvm", "attnsvm.*", "hydra_plugins", "hydra_plugins.*"])]
+PACKAGES = [
+    *find_packages(include=["attnsvm", "attnsvm.*"]),
+    "hydra_plugins",  # a namespace package that Hydra scans for launchers
+    *(f"hydra_plugins.{p}" for p in find_packages(where="hydra_plugins")),
+]
 
 setup(ext_modules=extensions, packages=[*PACKAGES, "attnsvm.conf"])

@@ -13,12 +13,35 @@ Gamma^{-1}, Gamma = (1 + 1/N) Lam + (tr Lam / N) I.
 from __future__ import annotations
 
 from attnsvm.experiments.icl.config import Config
-from attnsvm.experiments.icl.figures import figures
-from attnsvm.experiments.icl.job import run_job
-from attnsvm.experiments.icl.limits import limit
-from attnsvm.experiments.icl.summary import summary_text
 
 NAME = "icl"
 CONFIG_GROUP = "icl"
+FUSED_UNFIT = "linear attention on regression prompts trains in its own loop"
+
+
+def run_job(run, progress=None):
+    from attnsvm.experiments.icl.job import run_job as run_icl
+
+    return run_icl(run, progress)
+
+
+def summary_text(runs, seconds: float) -> str:
+    from attnsvm.experiments.icl.summary import summary_text as text
+
+    return text(runs, seconds)
+
+
+def figures(runs, trajectory, out_dir):
+    from attnsvm.experiments.icl.figures import figures as draw
+
+    return draw(runs, trajectory, out_dir)
+
+
+def limit(*args, **kwargs):
+    """Gamma^{-1} (attnsvm/experiments/icl/limits.py): the limit object of one layer."""
+    from attnsvm.experiments.icl.limits import limit as gamma_inv
+
+    return gamma_inv(*args, **kwargs)
+
 
 __all__ = ["CONFIG_GROUP", "NAME", "Config", "figures", "limit", "run_job", "summary_text"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from attnsvm.config.checks import ConfigError
+
 
 class Spectrum(str, Enum):
     identity = "identity"  # Lambda = I_d
@@ -38,7 +40,7 @@ class Schedule(str, Enum):
 
 def _check(ok: bool, key: str, accepted: str, value) -> None:
     if not ok:
-        raise ValueError(f"icl.{key}={value!r}: accepted {accepted}")
+        raise ConfigError(f"icl.{key}={value!r}: accepted {accepted}")
 
 
 def _enum(obj, key: str, kind: type[Enum]) -> None:

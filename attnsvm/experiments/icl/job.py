@@ -19,7 +19,7 @@ import attnsvm.experiments.icl.data as data
 import attnsvm.experiments.icl.limits as limits
 from attnsvm.experiments.icl.config import Config, Parameterization
 from attnsvm.experiments.icl.train import Trajectory, squared_loss, train
-from attnsvm.pipeline import JobResult
+from attnsvm.results.contract import JobResult
 
 
 def _text(value) -> str:

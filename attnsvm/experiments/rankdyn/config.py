@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from enum import Enum
 
+from attnsvm.config.checks import ConfigError
+
 FLOAT64_EPS = 2.220446049250313e-16
 
 
@@ -82,4 +84,4 @@ def _names(kind: type[Enum]) -> str:
 
 def _require(ok: bool, key: str, accepted: str, value: object) -> None:
     if not ok:
-        raise ValueError(f"rankdyn.{key}={value}: accepted {accepted}")
+        raise ConfigError(f"rankdyn.{key}={value}: accepted {accepted}")
