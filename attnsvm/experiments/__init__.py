@@ -9,7 +9,7 @@ Both are the same kind of entry, a module that declares what it is and what it n
     CONFIG_GROUP = "icl"             #   (default: NAME)
     def run_job(run, progress=None) -> JobResult      # all seeds of one job
     def summary_text(runs, seconds) -> str            # printed after the run
-    def figures(runs, trajectory, out_dir) -> list    # optional: what aggregate draws
+    def figures(runs, trajectory, out_dir, sweep=None) -> list  # optional: aggregate draws
     def check(run) -> None           # optional: rules across groups, raising ConfigError
     READS = {"head.train", ...}      # optional: core options beyond the common ones it reads
     DATASETS = ("nexttoken",)        # optional: data sets only it reads

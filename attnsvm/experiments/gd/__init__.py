@@ -22,7 +22,7 @@ def summary_text(runs, seconds: float) -> str:
     return gd_summary_text(runs, seconds)
 
 
-def figures(runs, trajectory, out_dir):
+def figures(runs, trajectory, out_dir, sweep=None):
     from attnsvm.experiments.gd.figures import figures as draw
 
-    return draw(runs, trajectory, out_dir)
+    return draw(runs, trajectory, out_dir, sweep)

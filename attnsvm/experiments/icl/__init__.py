@@ -31,7 +31,7 @@ def summary_text(runs, seconds: float) -> str:
     return text(runs, seconds)
 
 
-def figures(runs, trajectory, out_dir):
+def figures(runs, trajectory, out_dir, sweep=None):
     from attnsvm.experiments.icl.figures import figures as draw
 
     return draw(runs, trajectory, out_dir)

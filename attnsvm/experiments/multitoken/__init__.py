@@ -26,7 +26,7 @@ def summary_text(runs, seconds: float) -> str:
     return text(runs, seconds)
 
 
-def figures(runs, trajectory, out_dir):
+def figures(runs, trajectory, out_dir, sweep=None):
     from attnsvm.experiments.multitoken.figures import figures as draw
 
-    return draw(runs, trajectory, out_dir)
+    return draw(runs, trajectory, out_dir, sweep)

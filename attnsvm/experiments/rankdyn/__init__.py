@@ -41,7 +41,7 @@ def summary_table(runs):
     return table(runs)
 
 
-def figures(runs, trajectory, out_dir):
+def figures(runs, trajectory, out_dir, sweep=None):
     from .figures import figures as draw
 
     return draw(runs, trajectory, out_dir)
