@@ -17,7 +17,7 @@ import sys
 import pytest
 import torch
 
-from attnsvm.bench.cases import README_MARKERS, readme_table
+from attnsvm.bench.readme import README_MARKERS, readme_table
 from attnsvm.results import publish
 from cli_helpers import run_cli
 from conftest import REPO
