@@ -15,6 +15,13 @@ Both are the same kind of entry, a module that declares what it is and what it n
     DATASETS = ("nexttoken",)        # optional: data sets only it reads
     FUSED_UNFIT = "why"              # optional: why its training cannot use the fused kernel
     HASH_NEUTRAL = True              # its group enters the job hash only when not default
+    def published() -> list          # optional: its sweeps' rows of the README's results tables
+                                     #   (attnsvm/results/published.py: Published)
+    def bench_cases(quick) -> dict   # optional: its own cases of python -m attnsvm.bench,
+                                     #   {case: {"batched": x, "alone": y, ...}}, seed-runs per
+                                     #   CPU second batched vs one seed at a time
+(A function's name must not be one of its package's modules: importing ``pkg.bench`` rebinds
+the attribute ``pkg.bench`` to that module.)
 
 Everything around it is the core's, the same for built-ins and plug-ins: composition and
 validation, thread limits, the job hash, the result contract and resume, sweeps, aggregation.

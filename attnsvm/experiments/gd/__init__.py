@@ -10,6 +10,13 @@ NAME = "gd"
 READS = ("*",)  # every optional core option: head.train, optimizer.gradient, loss, norms, p
 
 
+def published() -> list:
+    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
+    from attnsvm.experiments.gd.readme_rows import SWEEPS
+
+    return SWEEPS
+
+
 def run_job(run, progress=None):
     from attnsvm.experiments.gd.pipeline import run_job as run_gd
 

@@ -17,6 +17,13 @@ DATASETS = ("nexttoken",)  # a vocabulary, sequences of ids and labels: read by 
 FUSED_UNFIT = "its losses train in torch"
 
 
+def published() -> list:
+    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
+    from attnsvm.experiments.nexttoken.readme_rows import SWEEPS
+
+    return SWEEPS
+
+
 def run_job(run, progress=None):
     from attnsvm.experiments.nexttoken.job import run_job as run_nexttoken
 
