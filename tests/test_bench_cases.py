@@ -19,15 +19,17 @@ DECLARING = {"icl", "rankdyn"}
 
 def test_the_experiments_that_declare_cases_are_found_through_the_registry(monkeypatch):
     calls = []
+
+    def fake_for(name):
+        def fake(quick):
+            calls.append((name, quick))
+            return {f"{name} case": {"batched": 4.0, "alone": 2.0}}
+
+        return fake
+
     for name in builtin_names():
         if callable(getattr(entry(name), "bench_cases", None)):
-            fake = lambda quick, n=name: (
-                calls.append((n, quick))
-                or {  # noqa: E731
-                    f"{n} case": {"batched": 4.0, "alone": 2.0}
-                }
-            )
-            monkeypatch.setattr(entry(name), "bench_cases", fake)
+            monkeypatch.setattr(entry(name), "bench_cases", fake_for(name))
     got = experiment_benches(True)
     assert set(got) == DECLARING and sorted(calls) == [(n, True) for n in sorted(DECLARING)]
     assert got["icl"] == {"icl case": {"batched": 4.0, "alone": 2.0}}
