@@ -30,6 +30,6 @@ def summary_text(runs, seconds: float) -> str:
 
 
 def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.gd.figures import figures as draw
+    from attnsvm.experiments.gd.plots import figures as draw
 
     return draw(runs, trajectory, out_dir, sweep)

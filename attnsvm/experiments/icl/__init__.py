@@ -47,7 +47,7 @@ def summary_text(runs, seconds: float) -> str:
 
 
 def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.icl.figures import figures as draw
+    from attnsvm.experiments.icl.plots import figures as draw
 
     return draw(runs, trajectory, out_dir)
 

@@ -34,6 +34,6 @@ def summary_text(runs, seconds: float) -> str:
 
 
 def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.multitoken.figures import figures as draw
+    from attnsvm.experiments.multitoken.plots import figures as draw
 
     return draw(runs, trajectory, out_dir, sweep)

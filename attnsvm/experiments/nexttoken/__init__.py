@@ -37,7 +37,7 @@ def summary_text(runs, seconds: float) -> str:
 
 
 def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.nexttoken.figures import figures as draw
+    from attnsvm.experiments.nexttoken.plots import figures as draw
 
     return draw(runs, trajectory, out_dir, sweep)
 

@@ -58,7 +58,7 @@ def summary_table(runs):
 
 
 def figures(runs, trajectory, out_dir, sweep=None):
-    from .figures import figures as draw
+    from .plots import figures as draw
 
     return draw(runs, trajectory, out_dir)
 

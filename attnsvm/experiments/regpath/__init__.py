@@ -35,6 +35,6 @@ def summary_text(runs, seconds: float) -> str:
 
 
 def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.regpath.figures import figures as draw
+    from attnsvm.experiments.regpath.plots import figures as draw
 
     return draw(runs, trajectory, out_dir, sweep)

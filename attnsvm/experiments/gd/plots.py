@@ -22,18 +22,18 @@ def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> li
     """The figures of the sweep's gd jobs (``sweep``: the loaded sweep, for the shared ones)."""
     generators = set(_column(runs, "dataset.generator").dropna())
     if "maxmargin" in generators:
-        from attnsvm.experiments.gd import figures_maxmargin as mm
+        from attnsvm.experiments.gd.figures_maxmargin import figures as maxmargin
 
-        return mm.figures(runs, traj, out)
+        return maxmargin(runs, traj, out)
     if "digits" in generators:
-        from attnsvm.experiments.gd import figures_digits as dg
+        from attnsvm.experiments.gd.figures_digits import figures as digits
 
-        return dg.figures(runs, traj, out)
+        return digits(runs, traj, out)
     geometry = runs.optimizer.nunique() > 1 or set(runs.optimizer) == {"md"}
     if geometry and "conv_type" in runs:
-        from attnsvm.experiments.gd import figures_geometry as geo
+        from attnsvm.experiments.gd.figures_geometry import figures as geometry
 
-        return geo.figures(runs, traj, out, sweep)
+        return geometry(runs, traj, out, sweep)
     from attnsvm.figures.common import draw_all
 
     return draw_all(sweep, sweep.summary, out)
