@@ -1,7 +1,7 @@
 """Step rules of the torch training engine: ``optimizer.kind`` picks one; yours by import path.
 
 A step rule updates one parameter tensor of the batch (W, or each of K and Q separately: each
-factor is normalized by its own gradient norm, PAPER.md §6.2):
+factor is normalized by its own gradient norm, docs/math.md#the-epsilon-freeze):
 
     rule = make_optimizer(cfg.optimizer)   # one per parameter tensor (Adam keeps moments)
     X_new = rule.update(X, G, grad_norm)   # X, G (R, a, b); grad_norm (R,) = ||G|| per seed
@@ -55,9 +55,10 @@ def _entrywise_norm(G: torch.Tensor, q: float) -> torch.Tensor:
 
 
 class MirrorDescent:
-    """lp mirror descent with potential psi(W) = ||W||_p^p / p, entrywise (FOLLOWUPS.md §3):
-    W' = sign(W)|W|^(p-1) - lr G / (||G||_q + eps), q = p / (p - 1) (``normalize``; else
-    lr G), then W = sign(W')|W'|^(1/(p-1)). It converges in direction to the lp-SVM."""
+    """lp mirror descent with potential psi(W) = ||W||_p^p / p, entrywise
+    (docs/math.md#mirror-descent-and-lp-svms): W' = sign(W)|W|^(p-1) - lr G / (||G||_q + eps),
+    q = p / (p - 1) (``normalize``; else lr G), then W = sign(W')|W'|^(1/(p-1)). It converges in
+    direction to the lp-SVM."""
 
     def __init__(self, cfg: OptimizerConfig):
         self.lr, self.eps, self.p, self.normalize = cfg.lr, cfg.eps, cfg.p, cfg.normalize
