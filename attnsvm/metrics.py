@@ -29,17 +29,16 @@ def convergence_type(
     epsilon: float,
     moving: bool = False,
 ) -> str:
-    """global / local / other: saturated (every max prob >= 1 - delta) and
-    corr(W(K), W^mm_alpha) >= 1 - epsilon, then global if alpha = opt, local if alpha is
-    locally optimal. A seed that is neither is ``not converged`` when its softmax has not
-    saturated or it was still ``moving`` at the end of training (``still_moving``), else
-    other: settled, but on no SVM direction."""
+    """global / local / other (docs/math.md#metrics-and-the-convergence-type): a seed that
+    reached its limit object, saturated (every max prob >= 1 - delta) and corr(W(K), limit at
+    alpha) >= 1 - epsilon, is converged whatever its stall flags: global if alpha = opt, local
+    if alpha is locally optimal, else other. One that did not is ``not converged`` when its
+    softmax has not saturated or it was still ``moving`` at the end of training
+    (``still_moving``), else other: settled, but on no SVM direction."""
     saturated = softmax_min_max >= 1 - delta
     converged = saturated and np.nan_to_num(corr_alpha) >= 1 - epsilon
-    if converged and alpha_is_opt:
-        return GLOBAL
-    if converged and alpha_locally_optimal:
-        return LOCAL
+    if converged:  # reached its limit object: whatever a step rule's stall flags say
+        return GLOBAL if alpha_is_opt else LOCAL if alpha_locally_optimal else OTHER
     if not saturated or moving:
         return NOT_CONVERGED
     return OTHER

@@ -9,6 +9,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from attnsvm.config import check_override_keys, register_configs, to_run_config
+from attnsvm.experiments import builtin_names
 from cli_helpers import REPO, SMALL, run_cli
 
 NT = ["experiment=nexttoken", "dataset=nexttoken"]
@@ -59,7 +60,7 @@ BAD = [
     (["engine=fused", "dtype=float32"], ["engine=fused", "dtype=float32", "auto, torch"]),
     (
         ["experiment=gdd"],
-        ["experiment='gdd'", "gd, multitoken, nexttoken, rankdyn, regpath", "run_job"],
+        ["experiment='gdd'", ", ".join(sorted(builtin_names())), "run_job"],
     ),
     # rules across keys and groups: both keys named, and what to set
     (["head=relu"], ["head=relu needs dataset=relu", "dataset.generator=random"]),

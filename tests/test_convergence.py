@@ -80,7 +80,10 @@ def test_an_under_trained_job_is_not_converged_and_says_what_to_change():
     assert (runs.conv_type == "not converged").all()
     assert not runs.saturated.any()
     text = summary_text(runs, 1.0)
-    assert "not converged 4" in text and "not converged: 4/4 seeds; not saturated 4" in text
+    assert (
+        "not converged 4" in text
+        and "not converged (against W^mm): 4/4 seeds; not saturated 4" in text
+    )
     assert "advice: train longer, e.g. optimizer.steps=240 (4x)" in text
 
 

@@ -17,8 +17,9 @@ import sys
 import pytest
 import torch
 
-from attnsvm.bench.cases import README_MARKERS, readme_table
-from attnsvm.results import publish
+from attnsvm.bench.readme import README_MARKERS, readme_table
+from attnsvm.results import publish, readme
+from attnsvm.results.published import Published
 from cli_helpers import run_cli
 from conftest import REPO
 
@@ -37,19 +38,34 @@ RESULTS = REPO / "docs" / "results"
 
 
 def test_readme_results_blocks_are_the_published_results():
-    readme = (REPO / "README.md").read_text()
-    walls = publish.readme_block(readme, publish.WALL_MARKERS)
-    assert walls == publish.experiment_table(walls, RESULTS), PUBLISH
-    headlines = publish.readme_block(readme, publish.HEADLINE_MARKERS)
-    assert headlines == publish.headline_table(RESULTS), PUBLISH
-    assert readme == publish.render_readme(readme, RESULTS), PUBLISH
+    text = (REPO / "README.md").read_text()
+    walls = readme.readme_block(text, readme.WALL_MARKERS)
+    assert walls == readme.experiment_table(RESULTS), PUBLISH
+    headlines = readme.readme_block(text, readme.HEADLINE_MARKERS)
+    assert headlines == readme.headline_table(RESULTS), PUBLISH
+    assert text == readme.render_readme(text, RESULTS), PUBLISH
 
 
 def test_every_published_sweep_is_in_the_readme_with_its_tables():
-    sweeps = publish.load_sweeps(RESULTS)
-    walls = publish.readme_block((REPO / "README.md").read_text(), publish.WALL_MARKERS)
-    in_readme = set(re.findall(r"\+sweeps=([\w-]+)", walls))
-    assert in_readme == set(sweeps), PUBLISH
+    """The README's rows are the sweeps the experiments publish (their entries' published()),
+    each a sweep file with its figures and headline table; every timed sweep is among them,
+    and a sweep without timing shows none."""
+    sweeps = readme.load_sweeps(RESULTS)
+    declared = readme.declared()
+    walls = readme.readme_block((REPO / "README.md").read_text(), readme.WALL_MARKERS)
+    rows = [ln for ln in walls.splitlines() if "+sweeps=" in ln]
+    assert [re.search(r"\+sweeps=([\w-]+)", ln).group(1) for ln in rows] == [
+        p.sweep for p in declared
+    ], PUBLISH
+    assert set(sweeps) <= {p.sweep for p in declared}, PUBLISH
+    assert {"icl_N", "icl_layers", "rankdyn"} <= {p.sweep for p in declared}
+    for pub, row in zip(declared, rows, strict=True):
+        assert (REPO / "sweeps" / f"{pub.sweep}.yaml").exists(), pub.sweep
+        for _, figure in pub.figures:
+            assert (REPO / "docs" / "figures" / figure).exists(), figure
+        if pub.headline is not None:
+            assert (RESULTS / pub.headline[0]).exists(), pub.headline[0]
+        assert row.endswith(f"| {readme.NO_WALL} |") == (pub.sweep not in sweeps), row
     for name, record in sweeps.items():
         # the wall spans every job: at least the longest one, so at least their mean
         assert record["jobs"] > 0 and record["wall"] >= record["seconds"] / record["jobs"], name
@@ -72,14 +88,14 @@ def test_the_headline_rows_follow_the_result_files(tmp_path):
             cells[col] = "0.123456"
             rows[i] = ",".join(cells)
     path.write_text("\n".join(rows) + "\n")
-    assert "final corr(W, W^mm_α) 0.1235," in publish.headline_table(results)
-    readme = (REPO / "README.md").read_text()
-    assert publish.render_readme(readme, results) != readme
+    assert "final corr(W, W^mm_α) 0.1235," in readme.headline_table(results)
+    text = (REPO / "README.md").read_text()
+    assert readme.render_readme(text, results) != text
 
     sweeps = json.loads((results / "sweeps.json").read_text())
     sweeps["rank"]["wall"] = 1234.4
     (results / "sweeps.json").write_text(json.dumps(sweeps))
-    walls = publish.readme_block(publish.render_readme(readme, results), publish.WALL_MARKERS)
+    walls = readme.readme_block(readme.render_readme(text, results), readme.WALL_MARKERS)
     (rank_row,) = [ln for ln in walls.splitlines() if "+sweeps=rank`" in ln]
     assert rank_row.endswith("| 1234 s |")
 
@@ -125,15 +141,22 @@ def test_publish_records_a_sweeps_tables_wall_and_seconds(tmp_path):
     assert tiny["tables"] == ["tiny_summary.csv", "tiny_table.csv"]
     for published, source in [("tiny_summary.csv", "summary.csv"), ("tiny_table.csv", "table.csv")]:
         assert (results / published).read_bytes() == (sweep / "summary" / source).read_bytes()
-    assert publish.experiment_walls(results) == {"tiny": "7.8 s", "one": "2.5 s"}
+    assert readme.experiment_walls(results) == {"tiny": "7.8 s", "one": "2.5 s"}
 
-    block = (
-        "| experiment | command | wall |\n|---|---|---|\n"
-        "| tiny | `python -m attnsvm.run -m +sweeps=tiny` | ? |"
+    pubs = [Published("tiny", "tiny"), Published("one", "one", (("f", "one.png"),))]
+    table = readme.experiment_table(results, pubs).splitlines()
+    assert table[-2] == "| tiny | `python -m attnsvm.run -m +sweeps=tiny` | – | 7.8 s |"
+    assert (
+        table[-1]
+        == "| one | `python -m attnsvm.run -m +sweeps=one` | [f](docs/figures/one.png) | 2.5 s |"
     )
-    table = publish.experiment_table(block, results).splitlines()
-    assert table[-1] == "| tiny | `python -m attnsvm.run -m +sweeps=tiny` | 7.8 s |"
     assert "2-core" in table[0] or f"{os.cpu_count()}-core" in table[0]
+    assert "A wall of –" not in "\n".join(table)
+    untimed = readme.experiment_table(results, [*pubs, Published("new", "new")])
+    assert untimed.endswith("| new | `python -m attnsvm.run -m +sweeps=new` | – | – |")
+    assert "A wall of –" in untimed
+    with pytest.raises(readme.PublishError, match="no experiment publishes: one"):
+        readme.experiment_table(results, pubs[:1])
 
 
 def test_publish_refuses_unfinished_or_stale_sweeps(tmp_path):

@@ -378,7 +378,7 @@ def test_nexttoken_sweep_command_and_figures(tmp_path):
     out = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("attnsvm nexttoken:") == 2
-    fig = [sys.executable, "-m", "attnsvm.experiments.nexttoken.figures", str(tmp_path)]
+    fig = [sys.executable, "-m", "attnsvm.experiments.nexttoken.plots", str(tmp_path)]
     out = subprocess.run(fig, cwd=root, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     for name in ("nexttoken_curves.png", "nexttoken_sweep.png"):

@@ -45,7 +45,7 @@ def test_multitoken_command(tmp_path):
         "multitoken.target_accepted=3",
     )
     assert (runs.status == "ok").sum() == 3 and "accepted 3 of" in stdout
-    _figure("attnsvm.experiments.multitoken.figures", tmp_path, "multitoken.png")
+    _figure("attnsvm.experiments.multitoken.plots", tmp_path, "multitoken.png")
     table = pd.read_csv(tmp_path / "summary" / "multitoken_table.csv")
     assert len(table) == 1  # one d
 
@@ -65,4 +65,4 @@ def test_regpath_sequential_command(tmp_path):
         "regpath.steps=100",
     )
     assert len(runs) == 2 and "regpath" in stdout
-    _figure("attnsvm.experiments.regpath.figures", tmp_path, "regpath.png")
+    _figure("attnsvm.experiments.regpath.plots", tmp_path, "regpath.png")

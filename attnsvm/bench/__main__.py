@@ -1,5 +1,5 @@
-"""``python -m attnsvm.bench``: the benchmark suite (attnsvm/bench/cases.py)."""
+"""``python -m attnsvm.bench``: the benchmark suite (attnsvm/bench/cli.py)."""
 
-from attnsvm.bench.cases import main
+from attnsvm.bench.cli import main
 
 main()

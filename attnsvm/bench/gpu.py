@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from attnsvm import metrics
-from attnsvm.bench.cases import load, machine
+from attnsvm.bench.timing import load, machine
 from attnsvm.config.enums import Engine
 from attnsvm.config.schema import DatasetConfig, OptimizerConfig, ParameterizationConfig, RunConfig
 from attnsvm.data.generators import make_instances
@@ -216,6 +216,42 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _throughputs(args: argparse.Namespace, smoke: bool, device: str) -> tuple[list, dict, dict]:
+    """Rows of every size and dtype (GPU then CPU), GPU-over-CPU ratios, and per size the least
+    corr(W32, W64) of its runs (also written into its float32 row)."""
+    rows, ratios, corr_large = [], {}, {}
+    for size in sizes(args, smoke):
+        finals = {}
+        for dtype in DTYPES:
+            cpu_row, _ = throughput(size, dtype, "cpu", baseline=True)
+            gpu_row, finals[dtype] = throughput(size, dtype, device, baseline=False)
+            ratios[f"{size.name}/{dtype}"] = gpu_row.seed_steps_per_s / cpu_row.seed_steps_per_s
+            rows += [gpu_row, cpu_row]
+            print(f"  measured {size.name} {dtype}", flush=True)
+        corr = _min_corr(finals["float32"], finals["float64"])
+        corr_large[size.name] = corr
+        for row in rows[-4:]:
+            if row.role == "measured" and row.dtype == "float32":
+                row.min_corr_w32_w64 = corr
+    return rows, ratios, corr_large
+
+
+def _print_accuracy(device: str, acc: dict, corr_large: dict) -> None:
+    """The notes under the table: what the CPU rows are, and float32 against float64."""
+    print(
+        "\nCPU rows: the torch engine on one thread at fewer seeds than the GPU's (seeds "
+        "column), scaled per seed-step; 'vs CPU' is the GPU's throughput over the CPU's."
+    )
+    print(
+        f"float32 vs float64 on {device}, {acc['seeds']} seeds at (6,8,10), {acc['steps']} "
+        f"steps: max |corr(W32, W^mm) - corr(W64, W^mm)| = {_g(acc['max_abs_dcorr_fro'])} "
+        f"(Frobenius), {_g(acc['max_abs_dcorr_nuc'])} (nuclear); 1 - min corr(W32, W64) = "
+        f"{1 - acc['min_corr_w32_w64']:.3g}; seeds ending on other tokens: "
+        f"{acc['seeds_selecting_other_tokens']}; 1 - min corr(W32, W64) of the throughput "
+        "runs: " + ", ".join(f"{k} {1 - v:.3g}" for k, v in corr_large.items())
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the table, write --out; the exit status."""
     args = _parse_args(argv)
@@ -235,35 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Machine: {machine()}; GPU: {_gpu_name()}; {load()}; {stamp}", flush=True)
     if not cuda:
         print("CUDA is not available: a tiny CPU smoke of the GPU benchmark, not GPU numbers.")
-    rows, ratios, corr_large = [], {}, {}
-    for size in sizes(args, smoke):
-        finals = {}
-        for dtype in DTYPES:
-            cpu_row, _ = throughput(size, dtype, "cpu", baseline=True)
-            gpu_row, finals[dtype] = throughput(size, dtype, device, baseline=False)
-            ratios[f"{size.name}/{dtype}"] = gpu_row.seed_steps_per_s / cpu_row.seed_steps_per_s
-            rows += [gpu_row, cpu_row]
-            print(f"  measured {size.name} {dtype}", flush=True)
-        corr = _min_corr(finals["float32"], finals["float64"])
-        corr_large[size.name] = corr
-        for row in rows[-4:]:
-            if row.role == "measured" and row.dtype == "float32":
-                row.min_corr_w32_w64 = corr
+    rows, ratios, corr_large = _throughputs(args, smoke, device)
     acc = accuracy(device, *((4, 100) if smoke else (args.accuracy_seeds, args.accuracy_steps)))
     print()
     print(table(rows, ratios))
-    print(
-        "\nCPU rows: the torch engine on one thread at fewer seeds than the GPU's (seeds "
-        "column), scaled per seed-step; 'vs CPU' is the GPU's throughput over the CPU's."
-    )
-    print(
-        f"float32 vs float64 on {device}, {acc['seeds']} seeds at (6,8,10), {acc['steps']} "
-        f"steps: max |corr(W32, W^mm) - corr(W64, W^mm)| = {_g(acc['max_abs_dcorr_fro'])} "
-        f"(Frobenius), {_g(acc['max_abs_dcorr_nuc'])} (nuclear); 1 - min corr(W32, W64) = "
-        f"{1 - acc['min_corr_w32_w64']:.3g}; seeds ending on other tokens: "
-        f"{acc['seeds_selecting_other_tokens']}; 1 - min corr(W32, W64) of the throughput "
-        "runs: " + ", ".join(f"{k} {1 - v:.3g}" for k, v in corr_large.items())
-    )
+    _print_accuracy(device, acc, corr_large)
     record = {
         "machine": machine(),
         "gpu": _gpu_name(),

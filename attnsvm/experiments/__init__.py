@@ -9,12 +9,19 @@ Both are the same kind of entry, a module that declares what it is and what it n
     CONFIG_GROUP = "icl"             #   (default: NAME)
     def run_job(run, progress=None) -> JobResult      # all seeds of one job
     def summary_text(runs, seconds) -> str            # printed after the run
-    def figures(runs, trajectory, out_dir) -> list    # optional: what aggregate draws
+    def figures(runs, trajectory, out_dir, sweep=None) -> list  # optional: aggregate draws
     def check(run) -> None           # optional: rules across groups, raising ConfigError
     READS = {"head.train", ...}      # optional: core options beyond the common ones it reads
     DATASETS = ("nexttoken",)        # optional: data sets only it reads
     FUSED_UNFIT = "why"              # optional: why its training cannot use the fused kernel
     HASH_NEUTRAL = True              # its group enters the job hash only when not default
+    def published() -> list          # optional: its sweeps' rows of the README's results tables
+                                     #   (attnsvm/results/published.py: Published)
+    def bench_cases(quick) -> dict   # optional: its own cases of python -m attnsvm.bench,
+                                     #   {case: {"batched": x, "alone": y, ...}}, seed-runs per
+                                     #   CPU second batched vs one seed at a time
+(A function's name must not be one of its package's modules: importing ``pkg.bench`` rebinds
+the attribute ``pkg.bench`` to that module.)
 
 Everything around it is the core's, the same for built-ins and plug-ins: composition and
 validation, thread limits, the job hash, the result contract and resume, sweeps, aggregation.

@@ -3,7 +3,7 @@
     python -m attnsvm.aggregate outputs/sweeps/local     # calls draw_all
 
 Sweeps of other experiments (multitoken, regpath) get tables here and figures from their own
-modules (attnsvm.experiments.multitoken.figures, attnsvm.experiments.regpath.figures).
+modules (attnsvm.experiments.multitoken.plots, attnsvm.experiments.regpath.plots).
 
 * ``rank``: SVMs only (train=false) over several d: rank of W^mm (solid) and W^mm_* (dashed)
   vs d over feasible instances, one line per (n, T); the feasibility rate beside it;
@@ -239,6 +239,26 @@ def _separating_line(ax, x_opt, p, color, lim):
     ax.plot(pts[:, 0], pts[:, 1], color=color, linestyle=":", linewidth=1.8, alpha=0.8)
 
 
+def _token_markers(ax, tokens) -> None:
+    """Each sequence's tokens in its colour and marker; its optimal token a star."""
+    for i, g in tokens.groupby("i"):
+        c, m = TOKEN_STYLE[int(i) % 4]
+        rest = g[~g.is_opt]
+        ax.scatter(rest.x0, rest.x1, marker=m, color=c, s=70, edgecolors="k", zorder=5)
+        best = g[g.is_opt]
+        ax.scatter(best.x0, best.x1, marker="*", color=c, s=200, edgecolors="k", zorder=6)
+
+
+def _margin_lines(ax, paths, tokens, own: str, n: int, lim) -> None:
+    """Per sequence, the separating line of its own SVM's ray through the optimal token."""
+    for i in range(n):
+        r = paths[(paths.kind == own) & (paths.i == i)]
+        best = tokens[(tokens.i == i) & tokens.is_opt]
+        if not r.empty and not best.empty:
+            xy, ray = best[["x0", "x1"]].to_numpy()[0], r[["c0", "c1"]].to_numpy()[0]
+            _separating_line(ax, xy, ray, SEQ_COLOR[i % 4], lim)
+
+
 def _path_panel(ax, paths, tokens, param, zoom):
     gd = paths[paths.kind == "gd"]
     n = int(paths.i.max()) + 1
@@ -271,12 +291,7 @@ def _path_panel(ax, paths, tokens, param, zoom):
                     alpha=1 if kind == own else 0.5,
                 )
     if tokens is not None and not tokens.empty:
-        for i, g in tokens.groupby("i"):
-            c, m = TOKEN_STYLE[int(i) % 4]
-            rest = g[~g.is_opt]
-            ax.scatter(rest.x0, rest.x1, marker=m, color=c, s=70, edgecolors="k", zorder=5)
-            best = g[g.is_opt]
-            ax.scatter(best.x0, best.x1, marker="*", color=c, s=200, edgecolors="k", zorder=6)
+        _token_markers(ax, tokens)
     xs = np.r_[gd.c0, 0.0]
     ys = np.r_[gd.c1, 0.0]
     if zoom:
@@ -288,17 +303,7 @@ def _path_panel(ax, paths, tokens, param, zoom):
         ax.set_ylim(*lim)
         ax.set_aspect("equal")
         if tokens is not None:
-            for i in range(n):
-                r = paths[(paths.kind == own) & (paths.i == i)]
-                best = tokens[(tokens.i == i) & tokens.is_opt]
-                if not r.empty and not best.empty:
-                    _separating_line(
-                        ax,
-                        best[["x0", "x1"]].to_numpy()[0],
-                        r[["c0", "c1"]].to_numpy()[0],
-                        SEQ_COLOR[i % 4],
-                        lim,
-                    )
+            _margin_lines(ax, paths, tokens, own, n, lim)
     else:
         pad = 0.08 * max(np.ptp(xs), np.ptp(ys), 1.0)
         ax.set_xlim(xs.min() - pad, xs.max() + pad)

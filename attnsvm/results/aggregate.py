@@ -17,6 +17,7 @@ jobs are reported, never fatal. Written to ``--out`` (default ``SWEEP_DIR/summar
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,10 +296,25 @@ def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: boo
     summary.round(6).to_csv(out / "summary.csv", index=False)
     written += [out / "all_runs.parquet", out / "summary.parquet", out / "summary.csv"]
     if figures:
-        from attnsvm.figures.common import draw_all
-
-        written += draw_all(sweep, summary, out)
+        written += experiment_figures(sweep, out)
     return sweep, summary, written
+
+
+def experiment_figures(sweep: Sweep, out: Path) -> list[Path]:
+    """Each experiment in the sweep draws its own figures (its entry's ``figures``)."""
+    from attnsvm.experiments import entry
+
+    written = []
+    for name, runs in sweep.runs.groupby("experiment", sort=True):
+        draw = getattr(entry(name), "figures", None)
+        if draw is None:
+            continue
+        traj = sweep.trajectory
+        if "config_hash" in traj:
+            traj = traj[traj.config_hash.isin(runs.config_hash)]
+        mine = dataclasses.replace(sweep, runs=runs, trajectory=traj)
+        written += draw(runs, traj, out, sweep=mine)
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:

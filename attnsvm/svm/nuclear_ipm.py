@@ -155,19 +155,9 @@ def _step(con: Constraints, C, X, Z, x, z, y):
     nu = X.shape[-1] + m  # barrier parameter of PSD(N) x R^m_+
     Rp, Rd, rd = _residuals(con, C, X, Z, x, z, y)
     mu = (_inner(X, Z) + _inner(x, z)) / nu
-    Lz, iz = torch.linalg.cholesky_ex(Z)
-    Lx, ix = torch.linalg.cholesky_ex(X)
-    bad = (iz != 0) | (ix != 0)  # left the cone through rounding: stop this instance
-    if bool(bad.any()):
-        eye = torch.eye(X.shape[-1], dtype=X.dtype)
-        Lz, Lx = torch.where(bad[:, None, None], eye, Lz), torch.where(bad[:, None, None], eye, Lx)
+    Lz, Lx, bad = _cone_factors(X, Z)
     Zi = torch.cholesky_inverse(Lz)
-    M = _schur(con, X, Zi, x, z)
-    Lm, info = torch.linalg.cholesky_ex(M)
-    if bool((info != 0).any()):  # regularise only the instances whose factorisation failed
-        scale = M.diagonal(dim1=-2, dim2=-1).abs().amax(-1)[:, None, None]
-        Lr, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * torch.eye(m, dtype=M.dtype))
-        Lm = torch.where((info != 0)[:, None, None], Lr, Lm)
+    Lm = _schur_factor(_schur(con, X, Zi, x, z))
 
     def direction(sig_mu, corr_X, corr_x):
         # dX = sig_mu Zi - X - sym(X Rd Zi) + sym(X A^T dy Zi) - corr;  A(dX) - (dx) = Rp
@@ -205,9 +195,38 @@ def _step(con: Constraints, C, X, Z, x, z, y):
             break
         ap, ad = torch.where(out, ap / 2, ap), torch.where(out, ad / 2, ad)
         new = _take_step((X, Z, x, z, y), (dX, dZ, dx, dz, dy), ap, ad)
+    return _keep_finite((X, Z, x, z, y), new, bad)
+
+
+def _cone_factors(X, Z):
+    """Cholesky factors of Z and X (B, N, N), and which instances left the cone through
+    rounding (B,): those get identity factors and stop."""
+    Lz, iz = torch.linalg.cholesky_ex(Z)
+    Lx, ix = torch.linalg.cholesky_ex(X)
+    bad = (iz != 0) | (ix != 0)
+    if bool(bad.any()):
+        eye = torch.eye(X.shape[-1], dtype=X.dtype)
+        Lz, Lx = torch.where(bad[:, None, None], eye, Lz), torch.where(bad[:, None, None], eye, Lx)
+    return Lz, Lx, bad
+
+
+def _schur_factor(M):
+    """Cholesky factor of the Schur complement M (B, m, m); only the instances whose
+    factorisation failed are regularised."""
+    Lm, info = torch.linalg.cholesky_ex(M)
+    if bool((info != 0).any()):
+        scale = M.diagonal(dim1=-2, dim2=-1).abs().amax(-1)[:, None, None]
+        Lr, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * torch.eye(M.shape[-1], dtype=M.dtype))
+        Lm = torch.where((info != 0)[:, None, None], Lr, Lm)
+    return Lm
+
+
+def _keep_finite(old: tuple, new: tuple, bad):
+    """The new iterates, but the old ones for an instance that stopped or went non-finite;
+    and which instances those are (B,)."""
+    nb = bad.shape[0]
     for t in new:
         bad = bad | ~torch.isfinite(t.reshape(nb, -1)).all(-1)
-    old = (X, Z, x, z, y)
     kept = (
         torch.where(bad.view(-1, *[1] * (o.dim() - 1)), o, n) for o, n in zip(old, new, strict=True)
     )

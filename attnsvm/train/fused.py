@@ -239,17 +239,23 @@ def train_fused(
     def run_group(g: int) -> None:
         if on_steps is None:
             return call(g, 0, C)
-        seeds, c0, size = min(L, R - g * L), 0, FIRST_CALL_STEPS
-        while c0 < C:
-            k0 = int(ckpts[c0 - 1]) if c0 else 0
-            c1 = min(int(np.searchsorted(ckpts, k0 + size)), C - 1) + 1  # ends at a checkpoint
-            t0 = time.perf_counter()
-            call(g, c0, c1)
-            spent = time.perf_counter() - t0
-            done = int(ckpts[c1 - 1]) - k0
-            on_steps(seeds, done)
-            size = max(int(done * CALL_SECONDS / max(spent, 1e-6)), 1)
-            c0 = c1
+        _call_in_parts(lambda c0, c1: call(g, c0, c1), ckpts, min(L, R - g * L), on_steps)
 
     _for_each_group(run_group, groups, threads)
     return _trajectory(ckpts, rec, R)
+
+
+def _call_in_parts(call, ckpts: np.ndarray, seeds: int, on_steps) -> None:
+    """One group's run as kernel calls ``call(c0, c1)`` of about CALL_SECONDS each, every one
+    ending at a checkpoint, telling ``on_steps(seeds, steps)`` after each."""
+    C, c0, size = len(ckpts), 0, FIRST_CALL_STEPS
+    while c0 < C:
+        k0 = int(ckpts[c0 - 1]) if c0 else 0
+        c1 = min(int(np.searchsorted(ckpts, k0 + size)), C - 1) + 1  # ends at a checkpoint
+        t0 = time.perf_counter()
+        call(c0, c1)
+        spent = time.perf_counter() - t0
+        done = int(ckpts[c1 - 1]) - k0
+        on_steps(seeds, done)
+        size = max(int(done * CALL_SECONDS / max(spent, 1e-6)), 1)
+        c0 = c1

@@ -143,17 +143,9 @@ def train(
     c, C, told = 0, len(ckpts), 0
     for k in range(ocfg.steps + 1):
         at_ckpt = c < C and ckpts[c] == k
-        if ocfg.gradient == Gradient.autograd:
-            value, s, grads, norms = autograd_loss_and_grads(p, inst, head, pcfg, loss, v)
-        else:
-            if train_head:
-                head = LinearHead(inst, v)
-            value, s, grads, norms = _loss_and_grads(
-                p, inst, head, pcfg, at_ckpt or needs_loss, loss
-            )
-            if train_head:
-                grads["v"] = grad_v(inst, s, norms.pop("c"))
-                norms["v"] = frob(grads["v"].unsqueeze(-1))
+        value, s, grads, norms = _step_grads(
+            p, inst, head, pcfg, ocfg, loss, v, at_ckpt or needs_loss
+        )
         if at_ckpt:
             _record(rec, c, p, value, s, norms, names, v)
             c += 1
@@ -163,15 +155,36 @@ def train(
         if k == ocfg.steps:
             break
         extra = {"loss": value - floor} if needs_loss else {}
-        for name, rule in rules.items():
-            tensor = v if name == "v" else getattr(p, name)
-            new = rule.update(tensor, grads[name], norms[name], **extra)
-            if name == "v":
-                v = new
-            else:
-                setattr(p, name, new)
+        v = _apply_rules(rules, p, v, grads, norms, extra)
     rec.final_softmax = s
     return rec
+
+
+def _step_grads(p: Params, inst: Instances, head, pcfg, ocfg, loss: Loss, v, full: bool):
+    """(value, s, grads, norms) at the current parameters: autograd's, or the hand-written
+    gradient (``full``: also the loss and the norms a checkpoint records); with a trained
+    head (``v`` not None) also v's gradient and its norm."""
+    if ocfg.gradient == Gradient.autograd:
+        return autograd_loss_and_grads(p, inst, head, pcfg, loss, v)
+    if v is not None:
+        head = LinearHead(inst, v)
+    value, s, grads, norms = _loss_and_grads(p, inst, head, pcfg, full, loss)
+    if v is not None:
+        grads["v"] = grad_v(inst, s, norms.pop("c"))
+        norms["v"] = frob(grads["v"].unsqueeze(-1))
+    return value, s, grads, norms
+
+
+def _apply_rules(rules: dict, p: Params, v, grads: dict, norms: dict, extra: dict):
+    """One step of every rule on its tensor (p's in place, by attribute); returns the new v."""
+    for name, rule in rules.items():
+        tensor = v if name == "v" else getattr(p, name)
+        new = rule.update(tensor, grads[name], norms[name], **extra)
+        if name == "v":
+            v = new
+        else:
+            setattr(p, name, new)
+    return v
 
 
 def loss_floor(inst: Instances, head, loss: Loss = Loss.logistic) -> torch.Tensor:

@@ -26,6 +26,8 @@ from attnsvm.train.batchops import matmul, sum_last
 class NormalizedGD:
     """X - lr G / (||G|| + eps) per seed; a zero gradient takes no step (published NGD)."""
 
+    svm_norm = "fro"  # the SVM norm of its geometry: the limit it is compared with
+
     def __init__(self, cfg: OptimizerConfig):
         self.lr, self.eps = cfg.lr, cfg.eps
 
@@ -36,6 +38,8 @@ class NormalizedGD:
 
 class GD:
     """X - lr G."""
+
+    svm_norm = "fro"
 
     def __init__(self, cfg: OptimizerConfig):
         self.lr = cfg.lr
@@ -56,12 +60,17 @@ def _entrywise_norm(G: torch.Tensor, q: float) -> torch.Tensor:
 
 class MirrorDescent:
     """lp mirror descent with potential psi(W) = ||W||_p^p / p, entrywise
-    (docs/math.md#mirror-descent-and-lp-svms): W' = sign(W)|W|^(p-1) - lr G / (||G||_q + eps),
-    q = p / (p - 1) (``normalize``; else lr G), then W = sign(W')|W'|^(1/(p-1)). It converges in
-    direction to the lp-SVM."""
+    (docs/math.md#mirror-descent-and-lp-svms):
+    W' = sign(W)|W|^(p-1) - lr G / (||G||_q + eps), q = p / (p - 1) (``normalize``; else
+    lr G), then W = sign(W')|W'|^(1/(p-1)). It converges in direction to the lp-SVM."""
 
     def __init__(self, cfg: OptimizerConfig):
         self.lr, self.eps, self.p, self.normalize = cfg.lr, cfg.eps, cfg.p, cfg.normalize
+
+    @staticmethod
+    def limit_norm(cfg: OptimizerConfig) -> str:
+        """The lp-SVM of its potential's p ("l3" for p = 3; p = 2 is the Frobenius one)."""
+        return "fro" if cfg.p == 2 else f"l{cfg.p:g}"
 
     def update(self, X: torch.Tensor, G: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
         p = self.p
@@ -78,6 +87,8 @@ class SignDescent:
     """X - lr sign(G): steepest descent in the entrywise l_inf norm (normalized: every entry
     moves by lr), conjectured to pick the max-norm SVM."""
 
+    svm_norm = "max"  # entrywise l_inf steepest descent: the max-norm SVM
+
     def __init__(self, cfg: OptimizerConfig):
         self.lr = cfg.lr
 
@@ -88,6 +99,8 @@ class SignDescent:
 class SpectralDescent:
     """X - lr U V^T for G = U S V^T: steepest descent in the spectral norm (Muon without
     momentum), conjectured to pick the spectral-norm SVM; a zero gradient takes no step."""
+
+    svm_norm = "spectral"
 
     def __init__(self, cfg: OptimizerConfig):
         self.lr = cfg.lr
@@ -104,6 +117,8 @@ class Adam:
     implementation: m <- lerp(m, G, 1 - b1), v <- b2 v + (1 - b2) G^2,
     X <- X - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). One instance per
     parameter tensor (train.py makes one for each), so the moments are that tensor's."""
+
+    svm_norm = "max"  # sign descent with momentum: the max-norm SVM (conjectured)
 
     def __init__(self, cfg: OptimizerConfig):
         self.lr, self.eps, (self.b1, self.b2) = cfg.lr, cfg.eps, cfg.betas
@@ -125,6 +140,8 @@ class Polyak:
     infimum of the loss (train.loss_floor: the best one-hot attention; 0 for a trained head);
     a zero gradient takes no step. ``needs_loss``: train.py gives it ``loss`` = L - L*."""
 
+    svm_norm = "fro"
+
     needs_loss = True
 
     def __init__(self, cfg: OptimizerConfig):
@@ -145,6 +162,15 @@ OPTIMIZERS = {
     Optimizer.adam: Adam,
     Optimizer.polyak: Polyak,
 }
+
+
+def limit_norm(cfg: OptimizerConfig) -> str:
+    """The SVM norm the step rule's geometry points to (its class's ``svm_norm``, or its
+    ``limit_norm(cfg)`` where it depends on the config); a plug-in without one: Frobenius."""
+    rule = OPTIMIZERS.get(cfg.kind)
+    if rule is not None and hasattr(rule, "limit_norm"):
+        return rule.limit_norm(cfg)
+    return getattr(rule, "svm_norm", "fro")
 
 
 def make_optimizer(cfg: OptimizerConfig):

@@ -10,6 +10,13 @@ NAME = "gd"
 READS = ("*",)  # every optional core option: head.train, optimizer.gradient, loss, norms, p
 
 
+def published() -> list:
+    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
+    from attnsvm.experiments.gd.readme_rows import SWEEPS
+
+    return SWEEPS
+
+
 def run_job(run, progress=None):
     from attnsvm.experiments.gd.pipeline import run_job as run_gd
 
@@ -22,7 +29,7 @@ def summary_text(runs, seconds: float) -> str:
     return gd_summary_text(runs, seconds)
 
 
-def figures(runs, trajectory, out_dir):
-    from attnsvm.experiments.gd.figures import figures as draw
+def figures(runs, trajectory, out_dir, sweep=None):
+    from attnsvm.experiments.gd.plots import figures as draw
 
-    return draw(runs, trajectory, out_dir)
+    return draw(runs, trajectory, out_dir, sweep)

@@ -92,6 +92,14 @@ def figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
     save_figure(fig, path, dpi=100)
 
 
+def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path) -> list[Path]:
+    """What ``python -m attnsvm.aggregate`` draws for the digits: the table and curves."""
+    runs = runs[runs["dataset.generator"] == "digits"]
+    table(runs).round(6).to_csv(out / "digits_table.csv", index=False)
+    figure(runs, traj, out / "digits.png")
+    return [out / "digits_table.csv", out / "digits.png"]
+
+
 def main(argv: list[str] | None = None) -> None:
     sweep_dir, out = figure_cli(__doc__, argv)
     sweep = load_sweep(sweep_dir)

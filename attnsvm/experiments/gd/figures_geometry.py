@@ -131,6 +131,19 @@ def bregman_curves(sweep, path: Path) -> pd.DataFrame:
     return pd.DataFrame(finals)
 
 
+def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> list[Path]:
+    """What ``python -m attnsvm.aggregate`` draws for step rules x SVM norms: the Bregman
+    curves of mirror descent alone, else the pairing heatmap (or its trend over d)."""
+    if set(runs.optimizer) == {"md"} and sweep is not None:
+        bregman_curves(sweep, out / "mirror.png").to_csv(out / "mirror_table.csv", index=False)
+        return [out / "mirror_table.csv", out / "mirror.png"]
+    table = geometry_table(runs)
+    table.to_csv(out / "geometry_table.csv", index=False)
+    name = "geometry_d.png" if table.d.nunique() > 1 else "geometry.png"
+    (d_figure if table.d.nunique() > 1 else heatmaps)(table, out / name)
+    return [out / "geometry_table.csv", out / name]
+
+
 def main(argv: list[str] | None = None) -> None:
     sweep_dir, out = figure_cli(__doc__, argv)
     sweep = load_sweep(sweep_dir)

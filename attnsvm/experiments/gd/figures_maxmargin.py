@@ -32,14 +32,16 @@ FINAL = ["corr_p_mm", "corr_relaxed", "corr_v_mm", "w_norm", "softmax_min", "gra
 def load(sweep_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(runs, trajectory) of the maxmargin jobs, ok seeds, with example, dtype and loss."""
     sweep = load_sweep(sweep_dir)
-    runs = sweep.runs
-    if "dataset.example" not in runs or runs["dataset.example"].isna().all():
+    if "dataset.example" not in sweep.runs or sweep.runs["dataset.example"].isna().all():
         raise SystemExit(f"no dataset=maxmargin results under {sweep_dir}")
+    return example_rows(sweep.runs, sweep.trajectory)
+
+
+def example_rows(runs: pd.DataFrame, traj: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(runs, trajectory) of the ok seeds, with example, dtype and loss on both."""
     runs = runs[runs.status == "ok"].rename(columns={"dataset.example": "example"})
     keys = ["config_hash", "seed", "example", "dtype", "loss_function"]
-    tr = sweep.trajectory.drop(
-        columns=[c for c in keys[2:] + ["dataset.example"] if c in sweep.trajectory]
-    )
+    tr = traj.drop(columns=[c for c in keys[2:] + ["dataset.example"] if c in traj])
     return runs, tr.merge(runs[keys], on=["config_hash", "seed"])
 
 
@@ -127,6 +129,15 @@ def loss_figure(runs: pd.DataFrame, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     save_figure(fig, path, dpi=110)
+
+
+def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path) -> list[Path]:
+    """What ``python -m attnsvm.aggregate`` draws for the examples: table, paths, losses."""
+    runs, tr = example_rows(runs, traj)
+    table(runs).round(6).to_csv(out / "maxmargin_table.csv", index=False)
+    figure(runs, tr, out / "maxmargin.png")
+    loss_figure(runs, out / "maxmargin_loss.png")
+    return [out / "maxmargin_table.csv", out / "maxmargin.png", out / "maxmargin_loss.png"]
 
 
 def main(argv: list[str] | None = None) -> None:

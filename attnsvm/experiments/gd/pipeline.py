@@ -23,6 +23,7 @@ from attnsvm.config.resolve import train_engine
 from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
+from attnsvm.experiments.gd.limits import classify
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
 from attnsvm.runtime import on_cpu
@@ -121,7 +122,6 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     ``svms`` = (SVMs at opt, SVMs at the selected tokens or None), solved in advance
     (``solve_svms``); None: solved here."""
     mcfg = cfg.metrics
-    gamma = inst.gamma[r].cpu().double().numpy()
     opt = inst.opt[r].cpu().numpy()
     Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
     v = None if traj.v is None else traj.v[:, r]
@@ -142,27 +142,10 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     svm_seconds = sum(s.seconds for s in unique.values())
 
     columns = {norms.column(name): name for name in at_opt}
-    curves = {f"corr_{c}": metrics.corr(Ws, at_sel[name].W) for c, name in columns.items()}
-    curves.update(
-        {f"corr_{c}_opt": metrics.corr(Ws, at_opt[name].W) for c, name in columns.items()}
-    )
-    curves.update(geometry_curves(cfg, inst, r, Ws, sel, at_sel))
-    if traj.v is not None:
-        curves.update(head_curves(cfg, inst, r, traj.v[:, r].cpu().double().numpy(), sel, Ws))
-    fixed = {k: curves.pop(k) for k in [k for k in curves if k.startswith("p_relaxed")]}
-    if cfg.parameterization.kind == Parameterization.p:
-        curves["corr_p_mm"] = curves["corr_fro"]  # W = p e_1^T: corr(W, W^mm) = corr(p, p^mm)
+    curves, fixed = seed_curves(cfg, inst, traj, r, Ws, (at_opt, at_sel))
     fro_sel = at_sel["fro"]
-    local_opt = svm.is_locally_optimal(fro_sel, gamma, sel, cfg.solver)
-    own = "nuc" if cfg.parameterization.kind == Parameterization.kq else "fro"
-    corr_alpha = curves[f"corr_{own}"][-1]
-    smin = float(traj.softmax_min_max[-1, r])
-    start = metrics.window_start(traj.steps, mcfg.window)
     grad_final = float(traj.grad_norm[-1, r])
-    stalled = cfg.optimizer.kind == Optimizer.ngd and grad_final < cfg.optimizer.eps
-    moving = metrics.still_moving(
-        traj.selected[:, r].cpu().numpy(), curves[f"corr_{own}"], start, mcfg.gap_shrink, stalled
-    )
+    smin = float(traj.softmax_min_max[-1, r])
     status, reason = seed_status(
         True, {"opt": list(at_opt.values()), "selected": list(at_sel.values())}
     )
@@ -177,18 +160,8 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "softmax_max": float(traj.softmax_max[-1, r]),
         "softmax_min": smin,
         "saturated": smin >= 1 - mcfg.delta,
-        "selected_is_opt": same,
-        "share_selected_opt": float(np.mean(sel == opt)),  # sequences whose selected is opt
-        "locally_optimal": local_opt,
         "n_support": int(svm.support_tokens(fro_sel, cfg.solver).sum()) if fro_sel.ok else None,
-        "conv_type": metrics.convergence_type(
-            smin, corr_alpha, same, local_opt, mcfg.delta, mcfg.epsilon, any(moving.values())
-        ),
-        **moving,
-        "gap_shrink": metrics.gap_shrink(curves[f"corr_{own}"], start),
-        "steps_needed": metrics.steps_needed(
-            traj.steps, curves[f"corr_{own}"], start, mcfg.epsilon
-        ),
+        **classify(cfg, inst, traj, r, curves, at_sel),
         "w_norm": float(np.linalg.norm(Ws[-1])),
         "loss": float(traj.loss[-1, r]),
         "grad_norm": grad_final,
@@ -197,6 +170,32 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "svm_seconds": svm_seconds,
         **{k: float(x) for k, x in fixed.items()},  # the relaxed p-SVM, for the path pictures
     }
+    return row, pd.DataFrame(trajectory_columns(cfg, inst, traj, r, Ws, curves, row, fro_sel))
+
+
+def seed_curves(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, Ws, svms) -> tuple:
+    """Per checkpoint, seed ``r``'s correlations with every SVM at the selected tokens and at
+    opt, the geometry's margins and divergences, a trained head's curves; and apart, the
+    relaxed p-SVM's fixed coordinates (for the path pictures)."""
+    at_opt, at_sel = svms
+    sel = traj.selected[-1, r].cpu().numpy()
+    columns = {norms.column(name): name for name in at_opt}
+    curves = {f"corr_{c}": metrics.corr(Ws, at_sel[name].W) for c, name in columns.items()}
+    curves.update(
+        {f"corr_{c}_opt": metrics.corr(Ws, at_opt[name].W) for c, name in columns.items()}
+    )
+    curves.update(geometry_curves(cfg, inst, r, Ws, sel, at_sel))
+    if traj.v is not None:
+        curves.update(head_curves(cfg, inst, r, traj.v[:, r].cpu().double().numpy(), sel, Ws))
+    fixed = {k: curves.pop(k) for k in [k for k in curves if k.startswith("p_relaxed")]}
+    if cfg.parameterization.kind == Parameterization.p:
+        curves["corr_p_mm"] = curves["corr_fro"]  # W = p e_1^T: corr(W, W^mm) = corr(p, p^mm)
+    return curves, fixed
+
+
+def trajectory_columns(cfg, inst, traj, r: int, Ws, curves: dict, row: dict, fro_sel) -> dict:
+    """Seed ``r``'s trajectory table (one entry per checkpoint); the p-model's path and p^mm,
+    a trained head's v and its final norm are added to ``row`` and the table."""
     trajectory = {
         "seed": inst.seeds[r],
         "step": traj.steps,
@@ -216,7 +215,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         vs = traj.v[:, r].cpu().double().numpy()  # (C, d)
         trajectory.update({f"v{k}": vs[:, k] for k in range(vs.shape[-1])})
         row["v_norm"] = float(np.linalg.norm(vs[-1]))
-    return row, pd.DataFrame(trajectory)
+    return trajectory
 
 
 def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: dict) -> dict:

@@ -15,16 +15,39 @@ CORR_LABELS = {  # the paper's two SVMs keep their long-standing lines
 }
 
 
+P_LABELS = {"fro": "final corr(p, p^mm_a)   (a = GD-selected tokens)"}
+
+
 def corr_lines(runs: pd.DataFrame) -> list[str]:
-    """One line per SVM norm solved (solver.norms): mean and min final corr with it."""
+    """One line per SVM solved (solver.norms) that the model has (the p-model has no W and
+    is measured against p^mm only), then the trained head's objects: mean and min final corr."""
+    p_model = runs.iloc[0].get("parameterization") == "p"
+    labels = P_LABELS if p_model else CORR_LABELS
     lines = []
     for col in runs.columns:
         c = col.removeprefix("svm_status_")
-        if col.startswith("svm_status_") and f"corr_{c}" in runs:
-            label = CORR_LABELS.get(c, f"final corr(W, W^mm[{c}]_a) (a = GD-selected tokens)")
+        if col.startswith("svm_status_") and f"corr_{c}" in runs and (c in labels or not p_model):
+            label = labels.get(c, f"final corr(W, W^mm[{c}]_a) (a = GD-selected tokens)")
             corr = runs[f"corr_{c}"]
             lines.append(f"  {label}: mean {corr.mean():.4f}, min {corr.min():.4f}")
+    model = "p" if p_model else "W"
+    heads = {
+        "corr_relaxed": f"final corr({model}, relaxed SVM)",
+        "corr_v_mm": "final corr(v, v^mm)",
+    }
+    for col, label in heads.items():
+        if col in runs and runs[col].notna().any():
+            corr = runs[col]
+            lines.append(f"  {label}: mean {corr.mean():.4f}, min {corr.min():.4f}")
     return lines
+
+
+def limit_line(runs: pd.DataFrame) -> list[str]:
+    """Which limit object the convergence types were measured against (gd/limits.py)."""
+    if "limit" not in runs or runs.limit.isna().all():
+        return []
+    names = ", ".join(sorted(runs.limit.dropna().unique()))
+    return [f"  convergence measured against: {names} (corr mean {runs.corr_limit.mean():.4f})"]
 
 
 def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
@@ -39,7 +62,8 @@ def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
     head = (
         f"attnsvm: n={first.n} T={first['T']} d={first.d} {first.attention}-attention, "
         f"parameterization={first.parameterization}, head={first['head']}, {training}, "
-        f"{len(runs)} seeds, nuclear SVM by {first['solver.backend']}"
+        f"{len(runs)} seeds"
+        + (f", nuclear SVM by {first['solver.backend']}" if first.parameterization != "p" else "")
     )
     counts = runs.status.value_counts().to_dict()
     svms = [c.removeprefix("svm_status_") for c in runs.columns if c.startswith("svm_status_")]
@@ -63,6 +87,7 @@ def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
         *corr_lines(runs),
         f"  softmax saturation (mean_i max_t s_it): mean {runs.softmax_max.mean():.6f}",
         f"  GD selected the optimal tokens in {int(runs.selected_is_opt.sum())}/{len(runs)} seeds",
+        *limit_line(runs),
         "  convergence: " + ", ".join(f"{k} {conv.get(k, 0)}" for k in CONV_TYPES),
         *convergence_advice(runs),
         f"  time: {seconds:.2f} s",
@@ -90,8 +115,9 @@ def convergence_advice(runs: pd.DataFrame) -> list[str]:
     why = bad.assign(unsaturated=~bad.saturated.astype(bool))
     moving = [f"{words} {int(why[col].sum())}" for col, words in REASONS.items() if why[col].any()]
     unsaturated = int(why.unsaturated.sum())
+    against = f" (against {first['limit']})" if "limit" in runs else ""
     lines = [
-        f"  not converged: {len(bad)}/{len(runs)} seeds"
+        f"  not converged{against}: {len(bad)}/{len(runs)} seeds"
         + (f"; not saturated {unsaturated}" if unsaturated else "")
         + (f"; over the last {first['metrics.window']:.0%} of the steps: " if moving else "")
         + ", ".join(moving)
@@ -114,6 +140,7 @@ def convergence_advice(runs: pd.DataFrame) -> list[str]:
         f64 = "" if first.get("dtype", "float64") == "float64" else " with dtype=float64"
         lines.append(
             f"  advice: optimizer.eps=0{f64}: ||grad L|| fell below optimizer.eps="
-            f"{first['optimizer.eps']:.2g}, which shrinks the normalized step (PAPER §6.2)"
+            f"{first['optimizer.eps']:.2g}, which shrinks the normalized step "
+            "(docs/math.md#the-epsilon-freeze)"
         )
     return lines

@@ -19,6 +19,21 @@ CONFIG_GROUP = "icl"
 FUSED_UNFIT = "linear attention on regression prompts trains in its own loop"
 
 
+def published() -> list:
+    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
+    from attnsvm.experiments.icl.readme_rows import SWEEPS
+
+    return SWEEPS
+
+
+def bench_cases(quick: bool) -> dict:
+    """Its case of ``python -m attnsvm.bench`` (bench.py): the default job (d=5, N=20, one
+    layer), R seeds in one job vs one job per seed."""
+    from attnsvm.experiments.icl.bench import bench_icl
+
+    return {f"{kind} A, default job": r for kind, r in bench_icl(quick).items()}
+
+
 def run_job(run, progress=None):
     from attnsvm.experiments.icl.job import run_job as run_icl
 
@@ -31,8 +46,8 @@ def summary_text(runs, seconds: float) -> str:
     return text(runs, seconds)
 
 
-def figures(runs, trajectory, out_dir):
-    from attnsvm.experiments.icl.figures import figures as draw
+def figures(runs, trajectory, out_dir, sweep=None):
+    from attnsvm.experiments.icl.plots import figures as draw
 
     return draw(runs, trajectory, out_dir)
 

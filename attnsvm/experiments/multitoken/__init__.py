@@ -14,6 +14,13 @@ NAME = "multitoken"
 HASH_NEUTRAL = False  # its group was always part of the job hash: old sweeps resume
 
 
+def published() -> list:
+    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
+    from attnsvm.experiments.multitoken.readme_rows import SWEEPS
+
+    return SWEEPS
+
+
 def run_job(run, progress=None):
     from attnsvm.experiments.multitoken.job import run_job as run_multitoken
 
@@ -26,7 +33,7 @@ def summary_text(runs, seconds: float) -> str:
     return text(runs, seconds)
 
 
-def figures(runs, trajectory, out_dir):
-    from attnsvm.experiments.multitoken.figures import figures as draw
+def figures(runs, trajectory, out_dir, sweep=None):
+    from attnsvm.experiments.multitoken.plots import figures as draw
 
-    return draw(runs, trajectory, out_dir)
+    return draw(runs, trajectory, out_dir, sweep)

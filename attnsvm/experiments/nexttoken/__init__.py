@@ -17,6 +17,13 @@ DATASETS = ("nexttoken",)  # a vocabulary, sequences of ids and labels: read by 
 FUSED_UNFIT = "its losses train in torch"
 
 
+def published() -> list:
+    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
+    from attnsvm.experiments.nexttoken.readme_rows import SWEEPS
+
+    return SWEEPS
+
+
 def run_job(run, progress=None):
     from attnsvm.experiments.nexttoken.job import run_job as run_nexttoken
 
@@ -29,10 +36,10 @@ def summary_text(runs, seconds: float) -> str:
     return text(runs, seconds)
 
 
-def figures(runs, trajectory, out_dir):
-    from attnsvm.experiments.nexttoken.figures import figures as draw
+def figures(runs, trajectory, out_dir, sweep=None):
+    from attnsvm.experiments.nexttoken.plots import figures as draw
 
-    return draw(runs, trajectory, out_dir)
+    return draw(runs, trajectory, out_dir, sweep)
 
 
 def check(run) -> None:

@@ -23,6 +23,22 @@ CONFIG_GROUP = "rankdyn"
 FUSED_UNFIT = "its own batched loop records K Q^T at log-spaced checkpoints"
 
 
+def published() -> list:
+    """Its sweep's rows of the README's results tables (readme_rows.py)."""
+    from .readme_rows import SWEEPS
+
+    return SWEEPS
+
+
+def bench_cases(quick: bool) -> dict:
+    """Its case of ``python -m attnsvm.bench`` (bench.py): its training loop, all seeds in one
+    batch vs one seed at a time."""
+    from .bench import bench_rankdyn
+
+    r = bench_rankdyn(quick)
+    return {f"(K,Q) plain GD from α=1e-3 at (6,8,10), {r['steps']} steps": r}
+
+
 def run_job(run, progress=None):
     from .job import run_job as run_rankdyn
 
@@ -41,8 +57,8 @@ def summary_table(runs):
     return table(runs)
 
 
-def figures(runs, trajectory, out_dir):
-    from .figures import figures as draw
+def figures(runs, trajectory, out_dir, sweep=None):
+    from .plots import figures as draw
 
     return draw(runs, trajectory, out_dir)
 

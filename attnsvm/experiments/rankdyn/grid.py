@@ -25,8 +25,8 @@ from attnsvm.config.schema import SolverConfig
 from attnsvm.runtime import limit_threads
 
 from .config import Config
-from .figures import figures
 from .job import run_job
+from .plots import figures
 from .summary import render_docs, summary_table, summary_text
 
 ALPHAS = (1.0, 1e-1, 1e-2, 1e-3, 1e-4)

@@ -15,6 +15,13 @@ HASH_NEUTRAL = False  # its group was always part of the job hash: old sweeps re
 FUSED_UNFIT = "its projected GD runs in torch"
 
 
+def published() -> list:
+    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
+    from attnsvm.experiments.regpath.readme_rows import SWEEPS
+
+    return SWEEPS
+
+
 def run_job(run, progress=None):
     from attnsvm.experiments.regpath.job import run_job as run_regpath
 
@@ -27,7 +34,7 @@ def summary_text(runs, seconds: float) -> str:
     return text(runs, seconds)
 
 
-def figures(runs, trajectory, out_dir):
-    from attnsvm.experiments.regpath.figures import figures as draw
+def figures(runs, trajectory, out_dir, sweep=None):
+    from attnsvm.experiments.regpath.plots import figures as draw
 
-    return draw(runs, trajectory, out_dir)
+    return draw(runs, trajectory, out_dir, sweep)

@@ -74,6 +74,13 @@ def figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
     save_figure(fig, path)
 
 
+def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> list[Path]:
+    """What ``python -m attnsvm.aggregate`` draws for multitoken jobs: the table and figure."""
+    table(runs).to_csv(out / "multitoken_table.csv", index=False)
+    figure(runs, traj, out / "multitoken.png")
+    return [out / "multitoken_table.csv", out / "multitoken.png"]
+
+
 def main(argv: list[str] | None = None) -> None:
     sweep_dir, out = figure_cli(__doc__, argv)
     runs, traj = load(sweep_dir)

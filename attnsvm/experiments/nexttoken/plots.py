@@ -109,6 +109,20 @@ def sweep_figure(tab: pd.DataFrame, axis: str, path: Path) -> None:
     save_figure(fig, path)
 
 
+def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> list[Path]:
+    """What ``python -m attnsvm.aggregate`` draws for nexttoken jobs: the table, the curves
+    and, over a swept d or K, the sweep figure."""
+    tab = table(runs)
+    tab.to_csv(out / "nexttoken_table.csv", index=False)
+    curves_figure(runs, traj, out / "nexttoken_curves.png")
+    written = [out / "nexttoken_table.csv", out / "nexttoken_curves.png"]
+    for axis in ("d", "dataset.K"):
+        if tab[axis].nunique() > 1:
+            sweep_figure(tab, axis, out / "nexttoken_sweep.png")
+            return [*written, out / "nexttoken_sweep.png"]
+    return written
+
+
 def main(argv: list[str] | None = None) -> None:
     sweep_dir, out = figure_cli(__doc__, argv)
     runs, traj = load(sweep_dir)

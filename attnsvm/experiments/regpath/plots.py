@@ -23,10 +23,14 @@ def load(sweep_dir: Path) -> pd.DataFrame:
     """Trajectories (one row per seed x R) of the regpath jobs under ``sweep_dir``, ok seeds,
     radii before the gradient underflowed (aggregate's loader)."""
     sweep = load_sweep(sweep_dir)
-    tr = sweep.trajectory
-    if "R" not in tr:
+    if "R" not in sweep.trajectory:
         raise SystemExit(f"no regpath results under {sweep_dir}")
-    ok = sweep.runs.loc[sweep.runs.status == "ok", ["config_hash", "seed", "attention"]]
+    return path_rows(sweep.runs, sweep.trajectory)
+
+
+def path_rows(runs: pd.DataFrame, tr: pd.DataFrame) -> pd.DataFrame:
+    """The trajectory rows of ok seeds, radii before the gradient underflowed."""
+    ok = runs.loc[runs.status == "ok", ["config_hash", "seed", "attention"]]
     tr = tr.drop(columns=["attention"], errors="ignore").merge(ok, on=["config_hash", "seed"])
     return tr[~tr.frozen] if "frozen" in tr else tr
 
@@ -47,6 +51,12 @@ def figure(traj: pd.DataFrame, path: Path) -> None:
     ax.grid(alpha=0.4)
     ax.legend(fontsize=7)
     save_figure(fig, path)
+
+
+def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> list[Path]:
+    """What ``python -m attnsvm.aggregate`` draws for regpath jobs: corr against R."""
+    figure(path_rows(runs, traj), out / "regpath.png")
+    return [out / "regpath.png"]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,99 @@
+"""The README's speed table, rendered from the bench's results file (docs/benchmarks.json):
+``python -m attnsvm.bench --readme README.md`` rewrites it; tests/test_docs.py fails when the
+README's copy differs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+README_MARKERS = ("<!-- bench:speed -->", "<!-- /bench:speed -->")
+
+
+def readme_table(r: dict) -> str:
+    """The README's speed table, from the bench's results file (docs/benchmarks.json);
+    tests/test_docs.py fails when the README's copy differs."""
+    rows = ["| | attnsvm | naive | ratio |", "|---|---|---|---|", *_core_rows(r), *_more_rows(r)]
+    head = f"{r['machine']}; {r['date']}" + (" (quick mode)" if r["quick"] else "")
+    return "\n".join([f"Measured on {head}:", "", *rows])
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.0f}×"
+
+
+def _core_rows(r: dict) -> list[str]:
+    """Training and SVMs against the naive way, and the rank, local and multitoken experiments."""
+    t, svm6 = r["train_ms"], r["svm_ms"]["(6, 8, 10)"]
+    vs_naive = lambda e: " / ".join(_ratio(t[k]["naive"], t[k][e]) for k in ("w", "kq"))  # noqa: E731
+    rank = r["rank"]
+    portable = next((v for k, v in r["builds"].items() if "_fused," in k), None)
+    return [
+        f"| one 2000-step training run at (6,8,10), W / (K,Q), fused engine "
+        f"| {t['w']['fused']:.1f} / {t['kq']['fused']:.1f} ms "
+        f"| {t['w']['naive']:.0f} / {t['kq']['naive']:.0f} ms "
+        f"| {vs_naive('fused')} |",
+        f"| the same, torch engine | {t['w']['torch']:.1f} / {t['kq']['torch']:.1f} ms | "
+        f"| {vs_naive('torch')} |",
+        f"| training throughput, seed-runs of 2000 steps per CPU second, W / (K,Q) "
+        f"| {r['throughput_per_core']['w']:.0f} / {r['throughput_per_core']['kq']:.0f}"
+        + (f" (portable build {portable['w']:.0f} / {portable['kq']:.0f})" if portable else "")
+        + f" | ≈ {1e3 / t['w']['naive']:.2f} / {1e3 / t['kq']['naive']:.2f} | |",
+        f"| one Frobenius SVM at (6,8,10) | {svm6['fro'][1]:.2f} ms | {svm6['fro'][0]:.0f} ms "
+        f"| {_ratio(*svm6['fro'])} |",
+        f"| one nuclear SVM at (6,8,10), in a batch of 20 | {svm6['nuc'][1]:.1f} ms "
+        f"| {svm6['nuc'][0]:.0f} ms | {_ratio(*svm6['nuc'])} |",
+        f"| rank experiment (8000 SVMs) | {rank['cpu']:.1f} CPU-s, {rank['wall']:.1f} s wall "
+        f"| ≈ {rank['naive_cpu']:.0f} CPU-s | {_ratio(rank['naive_cpu'], rank['cpu'])} |",
+        f"| local experiment (100 seeds × W, (K,Q), 400 SVMs) | {r['local']['cpu']:.1f} CPU-s, "
+        f"{r['local']['wall']:.1f} s wall | ≈ {(t['w']['naive'] + t['kq']['naive']) / 10:.0f} "
+        f"CPU-s + SVMs | |",
+        f"| multitoken sweep (500 accepted per d, 4 values of d), bench estimate "
+        f"| {r['multitoken_cpu']:.0f} CPU-s | | |",
+        f"| Frobenius SVM (20,20,1000) / nuclear SVM (20,20,200) | {r['large_s']['fro']:.2f} / "
+        f"{r['large_s']['nuc']:.2f} s | – | – |",
+    ]
+
+
+def _more_rows(r: dict) -> list[str]:
+    """The rows of what later bench runs added (absent from older results files)."""
+    rows = []
+    if r.get("nexttoken"):
+        nt = r["nexttoken"]
+        rows.append(
+            f"| nexttoken: the global / local notebook's 10 instances, one worker; the d sweep "
+            f"(18 jobs) on 2 | {nt['global']['wall']:.1f} / {nt['local']['wall']:.1f} s; "
+            f"{nt['d_sweep']['wall']:.0f} s wall | | |"
+        )
+    if r.get("joint_per_cpu_s"):
+        j = r["joint_per_cpu_s"]
+        rows.append(
+            "| joint training of the head (torch engine, 1000 steps), W / p-model: seed-runs "
+            f"per CPU second, batched vs one seed at a time | {j['w']['batched']:.0f} / "
+            f"{j['p']['batched']:.0f} | {j['w']['alone']:.1f} / {j['p']['alone']:.1f} | "
+            f"{_ratio(j['w']['batched'], j['w']['alone'])} / "
+            f"{_ratio(j['p']['batched'], j['p']['alone'])} |"
+        )
+    for job in r.get("scale", []):
+        o = job["ours"]
+        rows.append(
+            f"| a {job['seeds']}-seed job at {tuple(job['shape'])}: 2000 steps and the four SVMs "
+            f"per seed, threads=2 (target <= {job['target_s']:.0f} s) | {o['wall']:.0f} s, "
+            f"{o['peak_mib']:.0f} MiB peak | {job['before_wall_scaled']:.0f} s (routes before "
+            f"issue 16) | {job['ratio']:.1f}× |"
+        )
+    for name, cases in r.get("experiments", {}).items():
+        for case, t in cases.items():
+            rows.append(
+                f"| {name}, {case}: seed-runs per CPU second, batched vs one seed at a time "
+                f"| {t['batched']:.2f} | {t['alone']:.2f} | {t['batched'] / t['alone']:.2f}× |"
+            )
+    return rows
+
+
+def write_readme_table(readme: Path, record: dict) -> None:
+    """Replace the text between README_MARKERS in ``readme`` with ``readme_table(record)``."""
+    text = readme.read_text()
+    start, end = README_MARKERS
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    readme.write_text(f"{before}{start}\n{readme_table(record)}\n{end}{after}")

@@ -1,0 +1,96 @@
+"""How the bench measures: CPU and wall time in this process, and whole experiment parts in
+fresh single-threaded worker processes (as the joblib launcher runs them) with their peak
+resident memory; and the machine line every report starts with."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import time
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+
+from attnsvm.config.schema import HeadConfig
+from attnsvm.job import run_job
+from attnsvm.train import kernel
+from attnsvm.train.heads import make_head
+from attnsvm.train.loop import train
+
+
+@dataclass
+class Timing:
+    wall: float  # in-process compute (the slowest worker), imports and process start excluded
+    cpu: float
+    peak_mib: float = float("nan")
+    outer: float = float("nan")  # wall including worker start and imports
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(fn, *args, **kwargs) -> Timing:
+    """Wall and CPU seconds of ``fn(*args, **kwargs)`` in this process."""
+    t0, c0 = time.perf_counter(), cpu_seconds()
+    fn(*args, **kwargs)
+    return Timing(time.perf_counter() - t0, cpu_seconds() - c0)
+
+
+def _worker(job: tuple) -> Timing:
+    """Run one experiment part in this (fresh) process with one thread; time and peak memory."""
+    kind, payload = job
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1):
+        t0, c0 = time.perf_counter(), cpu_seconds()
+        if kind == "jobs":
+            for cfg in payload:
+                run_job(cfg)
+        elif kind == "train":
+            inst, pcfg, ocfg = payload
+            train(inst, make_head(HeadConfig(), inst), pcfg, ocfg)
+        wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    return Timing(wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def parallel(jobs: list[tuple], workers: int = 2) -> Timing:
+    """Jobs in ``workers`` fresh spawned processes, one thread each: wall, summed CPU, max peak."""
+    t0 = time.perf_counter()
+    with get_context("spawn").Pool(processes=workers, maxtasksperchild=1) as pool:
+        parts = pool.map(_worker, jobs, chunksize=1)
+    return Timing(
+        max(p.wall for p in parts),
+        sum(p.cpu for p in parts),
+        max(p.peak_mib for p in parts),
+        time.perf_counter() - t0,
+    )
+
+
+def split(items: list, k: int) -> list[list]:
+    """``items`` dealt round-robin into ``k`` parts (one per worker)."""
+    return [items[i::k] for i in range(k)]
+
+
+def machine() -> str:
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in open("/proc/cpuinfo")
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    return (
+        f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}, numpy {np.__version__}, "
+        f"fused kernel {kernel.describe()}"
+    )
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())

@@ -1,0 +1,70 @@
+"""The bench finds each experiment's own cases through the registry (an entry's
+``bench_cases(quick)``) and reports them: in its markdown tables, its results file and the
+README speed table. Fast, except the real quick cases (slow)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnsvm.bench import readme as bench_readme
+from attnsvm.bench import report
+from attnsvm.bench.experiment_cases import experiment_benches
+from attnsvm.experiments import builtin_names, entry
+from conftest import REPO
+
+DECLARING = {"icl", "rankdyn"}
+
+
+def test_the_experiments_that_declare_cases_are_found_through_the_registry(monkeypatch):
+    calls = []
+
+    def fake_for(name):
+        def fake(quick):
+            calls.append((name, quick))
+            return {f"{name} case": {"batched": 4.0, "alone": 2.0}}
+
+        return fake
+
+    for name in builtin_names():
+        if callable(getattr(entry(name), "bench_cases", None)):
+            monkeypatch.setattr(entry(name), "bench_cases", fake_for(name))
+    got = experiment_benches(True)
+    assert set(got) == DECLARING and sorted(calls) == [(n, True) for n in sorted(DECLARING)]
+    assert got["icl"] == {"icl case": {"batched": 4.0, "alone": 2.0}}
+    assert experiment_benches(False, names=("gd", "rankdyn")) == {
+        "rankdyn": {"rankdyn case": {"batched": 4.0, "alone": 2.0}}
+    }
+
+
+def test_an_entrys_cases_are_not_shadowed_by_its_bench_module():
+    """Importing ``pkg.bench`` rebinds ``pkg.bench``: the entry's function has another name."""
+    import attnsvm.experiments.icl.bench  # noqa: F401
+    import attnsvm.experiments.rankdyn.bench  # noqa: F401
+
+    for name in DECLARING:
+        assert callable(entry(name).bench_cases), name
+
+
+def test_the_experiments_cases_are_reported():
+    benches = {"icl": {"merged A, default job": {"batched": 0.8, "alone": 0.4, "ratio": 2.0}}}
+    lines = []
+    report.emit_experiment_benches(lambda s="": lines.append(s), benches)
+    assert "| icl | merged A, default job | 0.80 | 0.40 | 2.00x |" in lines
+    lines.clear()
+    report.emit_experiment_benches(lambda s="": lines.append(s), {})
+    assert lines == []
+    record = json.loads((REPO / "docs" / "benchmarks.json").read_text())
+    table = bench_readme.readme_table({**record, "experiments": benches})
+    row = "| icl, merged A, default job: seed-runs per CPU second, batched vs one seed at a time "
+    assert f"{row}| 0.80 | 0.40 | 2.00× |" in table.splitlines()
+    assert table.startswith(bench_readme.readme_table(record))
+
+
+@pytest.mark.slow
+def test_the_real_quick_cases_measure_batched_and_alone():
+    for name, cases in experiment_benches(True, names=tuple(sorted(DECLARING))).items():
+        assert cases, name
+        for case, t in cases.items():
+            assert t["batched"] > 0 and t["alone"] > 0, (name, case)
