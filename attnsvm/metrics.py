@@ -1,5 +1,6 @@
-"""Metrics of PAPER.md §4: correlation, rank (in svm.py), convergence type; and whether a
-seed's training ended before it converged (``not converged``, docs/convergence.md)."""
+"""Metrics (docs/math.md#metrics-and-the-convergence-type): correlation, rank (in svm.py),
+convergence type; and whether a seed's training ended before it converged (``not converged``,
+docs/convergence.md)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ def still_moving(
     """Why a seed's direction was still moving over the checkpoints ``start`` .. K:
     ``tokens_switching`` (the selected tokens ``selected`` (C, n) changed), ``still_aligning``
     (``gap_shrink`` > ``shrink``: 1 - corr with the SVM at the final tokens still closing) and
-    ``stalled`` (given: normalized GD's steps shrunk by optimizer.eps, PAPER §6.2)."""
+    ``stalled`` (given: normalized GD's steps shrunk by optimizer.eps,
+    docs/math.md#the-epsilon-freeze)."""
     switching = bool((selected[start:] != selected[-1]).any())
     return {
         "tokens_switching": switching,
@@ -92,7 +94,8 @@ def steps_needed(steps, corr_curve: np.ndarray, start: int, epsilon: float) -> f
 def bregman(a: np.ndarray | None, B: np.ndarray, p: float) -> np.ndarray:
     """D_p(a, b) = ||a||_p^p / p + (p - 1) ||b||_p^p / p - sum sign(b)|b|^(p-1) a between the
     unit-lp SVM solution a and each unit-lp iterate b of B (..., d, d), entrywise norms: the
-    alignment measure of lp mirror descent (FOLLOWUPS.md §3), 0 iff aligned. NaN without a."""
+    alignment measure of lp mirror descent (docs/math.md#mirror-descent-and-lp-svms), 0 iff aligned.
+    NaN without a."""
     if a is None:
         return np.full(B.shape[:-2], np.nan)
     flat = B.reshape(*B.shape[:-2], -1)
@@ -117,8 +120,8 @@ def margin_ratio(values: np.ndarray, margins_min: np.ndarray, svm_value: float |
 def rate(steps: np.ndarray, corr_curve: np.ndarray, decades: float = 2.0) -> float:
     """Slope of log(1 - corr) against log(step) over the last ``decades`` decades of steps
     before the iterate froze (Vasudeva et al.'s convergence rate): trailing checkpoints equal
-    to the final one (an underflowed gradient, PAPER.md §6) are left out; NaN with fewer than
-    3 usable points."""
+    to the final one (an underflowed gradient, docs/math.md#the-epsilon-freeze) are left out; NaN
+    with fewer than 3 usable points."""
     corr_curve = np.asarray(corr_curve, dtype=float)
     moving = np.nonzero(corr_curve != corr_curve[-1])[0]
     end = moving[-1] + 2 if moving.size else 1  # through the first frozen checkpoint

@@ -24,7 +24,7 @@ def conv(smin, corr, is_opt=True, local=False, moving=False):
 def test_not_converged_is_apart_from_other():
     assert conv(1.0, 0.995) == "global"
     assert conv(1.0, 0.995, is_opt=False, local=True) == "local"
-    assert conv(1.0, 0.995, moving=True) == "global"  # converged by PAPER §4: stays so
+    assert conv(1.0, 0.995, moving=True) == "global"  # converged: stays so
     assert conv(0.9, 0.995) == "not converged"  # unsaturated
     assert conv(1.0, 0.95, moving=True) == "not converged"
     assert conv(1.0, 0.95) == "other"  # settled, on no SVM direction

@@ -1,6 +1,6 @@
-"""Optimizer geometry <-> SVM norm (FOLLOWUPS.md §3): each step rule against a plain
-reimplementation, each SVM norm feasible and optimal against a generic cvxpy model, the
-alignment metrics on cases with known answers, and the joint head's gradient."""
+"""Optimizer geometry <-> SVM norm (docs/math.md#optimizer-geometry-and-the-svm-norm): each step
+rule against a plain reimplementation, each SVM norm feasible and optimal against a generic cvxpy
+model, the alignment metrics on cases with known answers, and the joint head's gradient."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The hand-written gradient equals autograd, and stays accurate after saturation (PAPER §6.1)."""
+"""The hand-written gradient equals autograd, and stays accurate after saturation
+(docs/math.md#cancellation-after-saturation)."""
 
 from __future__ import annotations
 

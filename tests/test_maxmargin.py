@@ -1,6 +1,6 @@
 """The p-model, the loss option, joint head training and the published max-margin examples
-(FOLLOWUPS.md §1): gradients against autograd, the relaxed SVM, and where the published
-examples go at float64 after the published 1000 steps."""
+(docs/math.md#max-margin-token-selection-and-a-trained-head): gradients against autograd, the
+relaxed SVM, and where the published examples go at float64 after the published 1000 steps."""
 
 from __future__ import annotations
 

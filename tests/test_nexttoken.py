@@ -248,8 +248,9 @@ CASES = [(GLOBAL, "nll", [0, 1]), (LOCAL, "lsq2", [3])]
 
 @pytest.mark.parametrize("overrides,loss,seeds", CASES, ids=["global-nll", "local-lsq2"])
 def test_training_matches_plain_autograd_until_the_softmax_saturates(overrides, loss, seeds):
-    """Plain autograd loses the late gradients to cancellation (PAPER.md §6.1; lsq2's gradient
-    reaches 1e-17 by step 1000): compare over the steps where both are accurate."""
+    """Plain autograd loses the late gradients to cancellation
+    (docs/math.md#cancellation-after-saturation; lsq2's gradient reaches 1e-17 by step 1000):
+    compare over the steps where both are accurate."""
     steps = 1000 if loss == "nll" else 100
     cfg = attnsvm.compose(
         overrides + [f"optimizer.steps={steps}", f"optimizer.checkpoint_every={steps}"]

@@ -1,6 +1,8 @@
 """The package works without the checkout: a wheel built from the repository, installed in a
 fresh environment, runs a job and a sweep from an unrelated directory, with conf/ and sweeps/
-shipped inside it (``pkg://attnsvm.conf``); ``--help`` lists attnsvm's groups only."""
+shipped inside it (``pkg://attnsvm.conf``); ``--help`` describes attnsvm (its experiments and
+sweeps) and lists attnsvm's groups only, without the schemas (``base_*``), which are no option
+either."""
 
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import REPO
+from attnsvm.cli_help import summary_line
+from attnsvm.experiments import builtin_names
+from cli_helpers import REPO, attnsvm_cmd, cli_env
 
-GROUPS = (
-    "dataset head metrics multitoken nexttoken optimizer parameterization regpath solver sweeps"
-)
+GROUPS = "dataset head metrics optimizer parameterization solver sweeps"
 
 
 def _run(*cmd, cwd: Path) -> subprocess.CompletedProcess:
@@ -61,6 +63,34 @@ def test_the_wheel_runs_a_job_and_a_sweep_from_anywhere(installed_wheel, tmp_pat
 def test_help_lists_only_attnsvms_groups(installed_wheel, tmp_path):
     (tmp_path / "outputs" / "junk").mkdir(parents=True)  # never scanned for config groups
     res = _run(installed_wheel, "-m", "attnsvm.run", "--help", cwd=tmp_path)
-    section = res.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    _check_help(res.stdout)
+
+
+def _check_help(text: str) -> None:
+    """The header names every built-in experiment with its docstring's first sentence and
+    every sweep file; the groups are attnsvm's, without the schemas (base_*)."""
+    header, rest = text.split("== Configuration groups ==")
+    section = rest.split("== Config ==")[0]
     groups = {line.split(":")[0] for line in section.splitlines() if ": " in line}
-    assert groups - {"sweeps/rank_shape"} == set(GROUPS.split()), section
+    assert groups - {"sweeps/rank_shape", "sweeps/rankdyn_shape"} == set(GROUPS.split()), section
+    assert "base_" not in section, section
+    flat = " ".join(header.split())
+    for name in builtin_names():
+        assert f" {name} {' '.join(summary_line(name).split())}" in flat, (name, header)
+    assert "python -m attnsvm.run experiment=NAME" in header, header
+    for sweep in sorted((REPO / "conf" / "sweeps").glob("*.yaml")):
+        assert f" {sweep.stem}," in flat or f" {sweep.stem} " in flat, (sweep.stem, header)
+
+
+def test_help_describes_attnsvm_and_refuses_the_schemas_as_options(tmp_path):
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        cmd = attnsvm_cmd(*args)
+        return subprocess.run(cmd, cwd=tmp_path, env=cli_env(), capture_output=True, text=True)
+
+    res = cli("--help")
+    assert res.returncode == 0, res.stderr[-3000:]
+    _check_help(res.stdout)
+    bad = cli("dataset=base_dataset", "seeds=1")
+    assert bad.returncode != 0
+    assert "Could not find 'dataset/base_dataset'" in bad.stderr, bad.stderr[-3000:]
+    assert not (tmp_path / "outputs").exists()

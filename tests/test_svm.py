@@ -1,4 +1,4 @@
-"""SVM solutions satisfy their constraints, match hand-made cases, and obey KKT (PAPER §3)."""
+"""SVM solutions satisfy their constraints, match hand-made cases, and obey KKT."""
 
 from __future__ import annotations
 

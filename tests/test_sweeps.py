@@ -1,5 +1,5 @@
 """Every sweep definition in sweeps/ composes, job by job, into a valid RunConfig at the
-published settings of PAPER.md §5."""
+published settings (docs/experiments.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from attnsvm.run import register_configs
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = str(REPO / "conf")
 SWEEPS = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
-PAPER_SWEEPS = ["rank", "local", "overparam", "paths"]
+PUBLISHED_SWEEPS = ["rank", "local", "overparam", "paths"]
 
 register_configs()
 
@@ -46,7 +46,7 @@ def sweep_jobs(name: str) -> tuple[dict, list[RunConfig]]:
 
 
 def test_every_experiment_has_a_sweep():
-    assert set(PAPER_SWEEPS) <= set(SWEEPS)
+    assert set(PUBLISHED_SWEEPS) <= set(SWEEPS)
 
 
 @pytest.mark.parametrize("name", SWEEPS)
@@ -57,7 +57,7 @@ def test_sweep_composes_every_value_of_every_axis(name):
     assert len(hashes) == len(jobs), "every value of every axis is a distinct config point"
 
 
-@pytest.mark.parametrize("name", PAPER_SWEEPS)
+@pytest.mark.parametrize("name", PUBLISHED_SWEEPS)
 def test_paper_sweep_resumes_in_a_stable_dir(name):
     hydra, _ = sweep_jobs(name)
     assert hydra["dir"] == f"outputs/sweeps/{name}"  # no time stamp: a re-run resumes

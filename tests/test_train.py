@@ -25,7 +25,8 @@ from bits import assert_frames_identical, assert_tensors_identical
 @pytest.mark.parametrize("kind", ["w", "kq"])
 @pytest.mark.parametrize("shape", [(6, 8, 10), (5, 5, 25)], ids=str)
 def test_seed_trajectory_independent_of_batch(kind, shape, engine):
-    """Bit-identical: rounding differences would grow through normalized GD (PAPER §6).
+    """Bit-identical: rounding differences would grow through normalized GD
+    (docs/math.md#numerical-traps).
     The fused engine runs the batch on two threads, and each seed alone in a padded group."""
     n, T, d = shape
     ds = DatasetConfig(n=n, T=T, d=d)
@@ -50,7 +51,8 @@ def test_job_rows_independent_of_batch_size():
 
 
 def test_published_generator_draw_order():
-    """v, Y, X, Z in that order from one generator, each normalised in float32 (PAPER §2)."""
+    """v, Y, X, Z in that order from one generator, each normalised in float32
+    (docs/math.md#the-published-data)."""
     n, T, d = 3, 4, 5
     X, Y, Z, v = published_instance(11, n, T, d)
     g = torch.Generator().manual_seed(11)

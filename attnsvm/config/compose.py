@@ -23,7 +23,7 @@ from attnsvm.config.schema import (
     RunConfig,
     SolverConfig,
 )
-from attnsvm.experiments import config_groups, run_config_class
+from attnsvm.experiments import run_config_class
 
 CORE_GROUPS = {
     "dataset": DatasetConfig,
@@ -88,9 +88,10 @@ def register_configs() -> None:
 
     from attnsvm.data import OMEGACONF_RESOLVERS
 
-    for name, (module, fn) in OMEGACONF_RESOLVERS.items():
+    resolvers = {**OMEGACONF_RESOLVERS, "attnsvm_help": ("attnsvm.cli_help", "header")}
+    for name, (module, fn) in resolvers.items():
         OmegaConf.register_new_resolver(name, _later(module, fn), replace=True)
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=run_config_class())
-    for group, node in {**CORE_GROUPS, **config_groups()}.items():
-        cs.store(group=group, name=f"base_{group}", node=node)
+    for group, node in CORE_GROUPS.items():  # outside the groups: never an option to choose
+        cs.store(name=f"base_{group}", node=node)  # conf/<group>/*.yaml: /base_<group>@_here_

@@ -11,20 +11,20 @@ from enum import Enum
 
 
 class Generator(str, Enum):
-    random = "random"  # published generator, PAPER.md §2
+    random = "random"  # published generator (docs/math.md#the-published-data)
     relu = "relu"  # published ReLU-head generator (V, then X, Y, Z)
     paths = "paths"  # hand-placed 2-D clusters of the path pictures
     orthonormal = "orthonormal"  # orthonormal tokens, Y = +1 (the lambda-head experiment)
     file = "file"  # your instances from an .npz (dataset.path; attnsvm/data/userdata.py)
     callable = "callable"  # your generator function (dataset.target, dataset.kwargs)
-    joint2d = "joint2d"  # the 2-D joint-training example of lp mirror descent (FOLLOWUPS §3)
+    joint2d = "joint2d"  # the 2-D joint-training example of lp mirror descent
     nexttoken = "nexttoken"  # next-token prediction: vocabulary, sequences of ids, labels
-    maxmargin = "maxmargin"  # the published examples of max-margin token selection (FOLLOWUPS §1)
+    maxmargin = "maxmargin"  # the published examples of max-margin token selection
     digits = "digits"  # scikit-learn's 8x8 digits as patch tokens (attnsvm/data/digits.py)
 
 
 class Embedding(str, Enum):
-    """Vocabulary embeddings of dataset=nexttoken (FOLLOWUPS.md §2)."""
+    """Vocabulary embeddings of dataset=nexttoken."""
 
     random = "random"  # Gaussian rows, normalized (published)
     orthonormal = "orthonormal"  # K <= d orthonormal rows
@@ -53,13 +53,13 @@ class Graphs(str, Enum):
 class Attention(str, Enum):
     cross = "cross"
     self = "self"
-    sequential = "sequential"  # every token is a query (optionally causal), PAPER.md §5
+    sequential = "sequential"  # every token is a query (optionally causal)
 
 
 class Parameterization(str, Enum):
     w = "w"
     kq = "kq"
-    p = "p"  # one vector p per seed, logits x~_it^T p with x~ = M x (FOLLOWUPS.md §1)
+    p = "p"  # one vector p per seed, logits x~_it^T p with x~ = M x
 
 
 class Loss(str, Enum):
@@ -67,7 +67,7 @@ class Loss(str, Enum):
 
     logistic = "logistic"  # log(1 + e^-u), the paper's
     exponential = "exponential"  # e^-u
-    correlation = "correlation"  # -u (the published loss comparison, FOLLOWUPS.md §1)
+    correlation = "correlation"  # -u (the published loss comparison)
 
 
 class Init(str, Enum):
@@ -81,7 +81,7 @@ class Init(str, Enum):
 class Optimizer(str, Enum):
     """Step rules (attnsvm/train/step_rules.py); each is steepest descent in a geometry whose
     SVM norm
-    it is conjectured (or proven) to pick (FOLLOWUPS.md §3)."""
+    it is conjectured (or proven) to pick (docs/math.md#optimizer-geometry-and-the-svm-norm)."""
 
     ngd = "ngd"  # the paper's normalized GD: W <- W - lr * g / (||g|| + eps)
     gd = "gd"
@@ -93,7 +93,7 @@ class Optimizer(str, Enum):
 
 
 class Gradient(str, Enum):
-    """How the training gradient is formed (PAPER.md §6.1)."""
+    """How the training gradient is formed (docs/math.md#cancellation-after-saturation)."""
 
     exact = "exact"  # hand-written, softmax-weighted differences: accurate after saturation
     autograd = "autograd"  # the published notebooks' form (torch.softmax, autograd): loses the
@@ -118,7 +118,7 @@ class FroMethod(str, Enum):
 
 # "lambda" is a keyword, so the enum is built from a mapping; Head["lambda"] is the lambda head
 Head = Enum("Head", {"linear": "linear", "relu": "relu", "lambda": "lambda"}, type=str)
-Head.__doc__ = "Prediction heads of PAPER.md §1: linear, ReLU, lambda (selects a token mixture)."
+Head.__doc__ = "Prediction heads (docs/math.md#the-model): linear, ReLU, lambda (a token mixture)."
 
 
 class Device(str, Enum):

@@ -1,8 +1,8 @@
 """Problem instances, batched over seeds: X (R, n, T, d), Y (R, n), Z (R, n, d), v (R, d).
 
-The published generator (PAPER.md §2) is followed draw for draw, in float32 on the CPU with
-one ``torch.Generator`` per seed, so seed s is exactly the published notebooks' instance s;
-tensors are converted to the run's dtype and device afterwards. A seed's instance never
+The published generator (docs/math.md#the-published-data) is followed draw for draw, in float32 on
+the CPU with one ``torch.Generator`` per seed, so seed s is exactly the published notebooks'
+instance s; tensors are converted to the run's dtype and device afterwards. A seed's instance never
 depends on which other seeds are drawn with it.
 """
 
@@ -141,7 +141,8 @@ def orthonormal_instances(cfg: DatasetConfig, seeds: list[int]):
     return tuple(torch.stack([o[k] for o in out]) for k in range(4))
 
 
-# T -> (generator seed of the published picture, token noise std); PAPER.md §2, paths experiment
+# T -> (generator seed of the published picture, token noise std); the paths sweep
+# (docs/math.md#global-convergence)
 PATHS_LAYOUTS = {3: (1, 0.3), 5: (3, 0.5)}
 assert tuple(PATHS_LAYOUTS) == PATHS_T  # DatasetConfig validates T against PATHS_T
 
@@ -178,7 +179,8 @@ def paths_instances(cfg: DatasetConfig, seeds: list[int]):
     return tuple(torch.stack([dr[k] for dr in draws]) for k in range(4))
 
 
-# the published 2-D joint-training example (AttentionMD, FOLLOWUPS.md §3): queries x_i0
+# the published 2-D joint-training example (AttentionMD, docs/math.md#mirror-descent-and-lp-svms):
+# queries x_i0
 JOINT2D_X = [[[-2.7, 1.2], [1.4, 2.1], [1.3, -0.1]], [[0.4, -2.2], [-1.1, -0.4], [0.9, 0.1]]]
 
 
@@ -251,10 +253,10 @@ def make_instances(
 def finish_instances(seeds, X, Y, Z, v, device, V=None, mask=None) -> Instances:
     """Derive the token scores and optimal tokens on the CPU, then move all to ``device``.
 
-    With a ReLU-head matrix V the score is gamma_it = Y_i 1^T ReLU(V^T x_it) (PAPER.md §2);
-    hidden tokens (``mask`` false) score -inf, so opt is always visible. Scoring on the CPU
-    (batch-invariant products) makes opt the same on every device, not only X, Y, Z, v.
-    """
+    With a ReLU-head matrix V the score is gamma_it = Y_i 1^T ReLU(V^T x_it)
+    (docs/math.md#the-published-data); hidden tokens (``mask`` false) score -inf, so opt is always
+    visible. Scoring on the CPU (batch-invariant products) makes opt the same on every device, not
+    only X, Y, Z, v."""
     X, Y, Z, v = (t.cpu() for t in (X, Y, Z, v))
     if V is None:
         gamma = Y[..., None] * dot_last(X, v[:, None, None, :])  # (R, n, T)

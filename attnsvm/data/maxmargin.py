@@ -1,4 +1,5 @@
-"""The published examples of max-margin token selection (FOLLOWUPS.md §1), hand-placed data.
+"""The published examples of max-margin token selection
+(docs/math.md#max-margin-token-selection-and-a-trained-head), hand-placed data.
 
 Prompt attention f(X) = v^T X^T softmax(X~ p), X~ = X M^T, trained in p (and in v with
 head.train=true). Each example fixes its data, its key-query map M and a list of published

@@ -1,4 +1,4 @@
-"""Instances of next-token prediction (``dataset=nexttoken``; FOLLOWUPS.md §2).
+"""Instances of next-token prediction (``dataset=nexttoken``; docs/math.md#next-token-prediction).
 
 A vocabulary of K unit embeddings, n sequences of T distinct ids, a label inside each
 sequence, the last token as query, and the initial weights. One instance is drawn by

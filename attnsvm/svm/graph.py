@@ -1,5 +1,5 @@
 """Token-priority graphs, their SCCs, and the graph-SVM of next-token prediction
-(FOLLOWUPS.md §2; Li, Huang, Ildiz, Rawat, Oymak, AISTATS 2024).
+(docs/math.md#the-graph-svm; Li, Huang, Ildiz, Rawat, Oymak, AISTATS 2024).
 
 One instance: a vocabulary E (K, d) of unit embeddings, n sequences of T distinct ids
 (n, T) whose query is the last token, and a set of *source* positions per sequence

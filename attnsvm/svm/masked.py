@@ -1,4 +1,4 @@
-"""Sequential (and causal) attention: every token is a query (PAPER.md §5, ``sequential``).
+"""Sequential (and causal) attention: every token is a query (docs/math.md#sequential-attention).
 
 Sequence i with tokens X_i (T, d) and label Y_i becomes T query rows (i, k): query
 z_ik = x_ik, the same tokens, the same label, and, with ``dataset.causal=true``, only the tokens

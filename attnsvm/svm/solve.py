@@ -1,4 +1,5 @@
-"""Attention SVM (PAPER.md §3): min ||W|| s.t. (x_{i alpha_i} - x_it)^T W z_i >= 1, t != alpha_i.
+"""Attention SVM (docs/math.md#attention-svms): min ||W|| s.t. (x_{i alpha_i} - x_it)^T W z_i >= 1,
+t != alpha_i.
 
 Each constraint is <W, A_j> >= 1 with A_j = (x_{i alpha_i} - x_it) z_i^T, j = (i, t), so the
 problem is one matrix inequality built without a Python loop over (i, t).
@@ -139,9 +140,10 @@ def _fro_nnls(X, Z, alpha) -> SVMSolution:
 
 
 def w_mm_relaxed(X, Z, alpha, tight: np.ndarray, cfg: SolverConfig) -> SVMSolution:
-    """The relaxed Frobenius SVM of joint training (FOLLOWUPS.md §1): min ||W|| s.t.
-    (x_{i alpha_i} - x_it)^T W z_i >= 1 for the sequences i that are support vectors of v^mm
-    (``tight`` (n,) bool) and >= 0 for the others; exact, by the least-distance dual."""
+    """The relaxed Frobenius SVM of joint training
+    (docs/math.md#max-margin-token-selection-and-a-trained-head): min ||W|| s.t. (x_{i alpha_i} -
+    x_it)^T W z_i >= 1 for the sequences i that are support vectors of v^mm (``tight`` (n,) bool)
+    and >= 0 for the others; exact, by the least-distance dual."""
     t0 = time.perf_counter()
     dx, zq, ids = constraints(X, Z, alpha)
     rhs = tight[ids[:, 0]].astype(float)
@@ -256,7 +258,8 @@ def reduced_cvx_svm(X, Z, alpha, cfg: SolverConfig, norm: str, ladder: bool = Fa
 
 
 def support_tokens(sol: SVMSolution, cfg: SolverConfig) -> np.ndarray:
-    """(n, T) mask of active constraints: margin within support_tol of 1 (PAPER §6.3)."""
+    """(n, T) mask of active constraints: margin within support_tol of 1
+    (docs/math.md#solver-tolerances-and-support-tokens)."""
     return sol.margins <= 1 + cfg.support_tol
 
 
@@ -264,7 +267,8 @@ def is_locally_optimal(
     sol: SVMSolution, gamma: np.ndarray, alpha: np.ndarray, cfg: SolverConfig
 ) -> bool:
     """alpha is locally optimal if W^mm_alpha exists and every support token t of sequence i
-    scores below the selected one: gamma_{i alpha_i} > gamma_it (PAPER.md §3)."""
+    scores below the selected one: gamma_{i alpha_i} > gamma_it
+    (docs/math.md#support-tokens-and-local-optimality)."""
     if not sol.ok:
         return False
     sel = gamma[np.arange(len(alpha)), alpha][:, None]  # (n, 1)

@@ -13,8 +13,9 @@
  * whichever group, batch size or thread runs it, and whichever ISA build below runs.
  *
  * The math is that of attnsvm/train/loop.py and heads.py (hand-written gradient with centred token
- * values, PAPER.md §6.1): dL/da_it = c_i s_it sum_u s_iu (e_it - e_iu), c_i = -Y_i sigmoid(-Y_i
- * f_i) / n, with e_it = v^T x_it (linear head) or 1[V^T xbar_i > 0]^T V^T x_it (ReLU head).
+ * values, docs/math.md#cancellation-after-saturation):
+ * dL/da_it = c_i s_it sum_u s_iu (e_it - e_iu), c_i = -Y_i sigmoid(-Y_i f_i) / n, with
+ * e_it = v^T x_it (linear head) or 1[V^T xbar_i > 0]^T V^T x_it (ReLU head).
  * Called through ctypes from attnsvm/train/fused.py, which documents the array layouts.
  */
 #define PY_SSIZE_T_CLEAN

@@ -4,7 +4,7 @@ A head gives the output f (R, n) and, for the logit gradient, the *centred token
 ``sum_u s_iu (e_it - e_iu)`` where ``e_it = grad phi(xbar_i) . x_it``: then
 ``df_i/da_it = s_it * sum_u s_iu (e_it - e_iu)``. Written as a softmax-weighted sum of
 per-token differences it stays accurate after saturation, whereas the textbook
-``e_it - f_i`` loses 40-90 % to cancellation (PAPER.md §6.1).
+``e_it - f_i`` loses 40-90 % to cancellation (docs/math.md#cancellation-after-saturation).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from attnsvm.train.batchops import dot_last, matmul, sum_last
 
 
 class LinearHead:
-    """f_i = v^T X_i^T s_i with the instance's fixed unit vector v (PAPER.md §1), or ``v``
-    (R, d) given (a head being trained, head.train=true)."""
+    """f_i = v^T X_i^T s_i with the instance's fixed unit vector v (docs/math.md#the-model), or
+    ``v`` (R, d) given (a head being trained, head.train=true)."""
 
     def __init__(self, inst: Instances, v: torch.Tensor | None = None):
         v = inst.v if v is None else v
@@ -39,7 +39,7 @@ class LinearHead:
 
 
 class ReLUHead:
-    """f_i = 1^T ReLU(V^T xbar_i) with the instance's fixed V, ||V||_F = 1 (PAPER.md §1).
+    """f_i = 1^T ReLU(V^T xbar_i) with the instance's fixed V, ||V||_F = 1.
 
     grad phi(xbar) = V 1[V^T xbar > 0], so e_it = sum_j 1[(V^T xbar_i)_j > 0] (V^T x_it)_j.
     """
@@ -65,7 +65,7 @@ class ReLUHead:
 
 
 class LambdaHead:
-    """f_i = v^T xbar_i - lam ||xbar_i||^2 (PAPER.md §1): the quadratic term rewards mixtures.
+    """f_i = v^T xbar_i - lam ||xbar_i||^2: the quadratic term rewards mixtures.
 
     grad phi(xbar) = v - 2 lam xbar, so e_it = v^T x_it - 2 lam xbar_i^T x_it.
     """
@@ -88,7 +88,8 @@ class LambdaHead:
 
 
 def _centred(e: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    """sum_u s_iu (e_it - e_iu) (R, n, T), differences taken before weighting (PAPER §6.1)."""
+    """sum_u s_iu (e_it - e_iu) (R, n, T), differences taken before weighting
+    (docs/math.md#cancellation-after-saturation)."""
     diff = e[..., :, None] - e[..., None, :]  # (R, n, T, T)
     return matmul(diff, s.unsqueeze(-1)).squeeze(-1)
 

@@ -5,7 +5,8 @@ per seed (the p-model: logits x~_it^T p on the keys x~ = M x, trained as W = p e
 one query e_1, ``Instances.p_model_view``). Every operation is
 per seed (batched matmuls, reductions over non-seed axes only), so a seed's trajectory is
 bit-identical whether it trains alone or in a batch of a thousand. The gradient is written
-by hand (PAPER.md §6.1): autograd's form is mostly rounding error once the softmax saturates.
+by hand (docs/math.md#cancellation-after-saturation): autograd's form is mostly rounding error once
+the softmax saturates.
 
     traj = train(inst, head, param_cfg, opt_cfg)   # checkpoints every k steps
 """
@@ -243,9 +244,10 @@ NAIVE_LOSSES = {
 def autograd_loss_and_grads(p: Params, inst, head, pcfg, kind=Loss.logistic, v=None):
     """``_loss_and_grads`` in the published notebooks' form (``optimizer.gradient=autograd``):
     torch.softmax of the scores, the loss as written, differentiated by autograd. After the
-    softmax saturates the masked tokens' share of the gradient is lost to cancellation (PAPER
-    §6.1); in float32 the gradient becomes exactly 0 and normalized GD stops: the freeze of the
-    published pictures. ``v``: a trained linear head's v, differentiated too."""
+    softmax saturates the masked tokens' share of the gradient is lost to cancellation
+    (docs/math.md#cancellation-after-saturation); in float32 the gradient becomes exactly 0 and
+    normalized GD stops: the freeze of the published pictures. ``v``: a trained linear head's v,
+    differentiated too."""
     leaves = {name: getattr(p, name).detach().requires_grad_() for name in p.names}
     if v is not None:
         leaves["v"] = v.detach().requires_grad_()

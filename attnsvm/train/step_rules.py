@@ -1,7 +1,7 @@
 """Step rules of the torch training engine: ``optimizer.kind`` picks one; yours by import path.
 
 A step rule updates one parameter tensor of the batch (W, or each of K and Q separately: each
-factor is normalized by its own gradient norm, PAPER.md §6.2):
+factor is normalized by its own gradient norm, docs/math.md#the-epsilon-freeze):
 
     rule = make_optimizer(cfg.optimizer)   # one per parameter tensor (Adam keeps moments)
     X_new = rule.update(X, G, grad_norm)   # X, G (R, a, b); grad_norm (R,) = ||G|| per seed

@@ -10,7 +10,8 @@ from attnsvm.config.checks import coerce_enums, require
 
 @dataclass
 class MultitokenConfig:
-    """Multi-token SVM-equivalence (PAPER.md §3) and the published acceptance filters."""
+    """Multi-token SVM-equivalence (docs/math.md#nonlinear-heads-and-svm-equivalence) and the
+    published acceptance filters."""
 
     threshold: float = 1e-3  # O_i = {t : s_it >= threshold} (published 1e-3)
     zero_threshold: float = 1e-6  # a masked prob counts as zero below it (published 1e-6)

@@ -1,4 +1,5 @@
-"""Multi-token SVM-equivalence of nonlinear heads (PAPER.md §3), experiment ``multitoken``.
+"""Multi-token SVM-equivalence of nonlinear heads
+(docs/math.md#nonlinear-heads-and-svm-equivalence), experiment ``multitoken``.
 
 With a ReLU (or lambda) head GD may keep several tokens per sequence. From the final softmax
 s (n, T) the selected set is O_i = {t : s_it >= threshold}, the masked set its complement, and

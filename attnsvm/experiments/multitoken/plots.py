@@ -1,4 +1,4 @@
-"""Figure and table of the multitoken experiment (PAPER.md §5, published multitoken.png).
+"""Figure and table of the multitoken experiment (published multitoken.png).
 
     python -m attnsvm.figures_multitoken outputs/sweeps/multitoken  # figure + table there
 

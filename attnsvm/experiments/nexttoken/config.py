@@ -10,7 +10,7 @@ from attnsvm.config.checks import coerce_enums, require
 
 
 class NexttokenLoss(str, Enum):
-    """Losses of experiment=nexttoken (FOLLOWUPS.md §2)."""
+    """Losses of experiment=nexttoken (docs/nexttoken.md)."""
 
     nll = "nll"  # -log(attention mass on the label's id) (global notebook)
     lsq2 = "lsq2"  # (1 - softmax_k(e_k^T X^T s)_y)^2, a vocabulary classifier (local notebook)
@@ -18,7 +18,8 @@ class NexttokenLoss(str, Enum):
 
 @dataclass
 class NexttokenConfig:
-    """Next-token prediction (FOLLOWUPS.md §2): loss, local selection, which SVMs are solved."""
+    """Next-token prediction (docs/math.md#next-token-prediction): loss, local selection, which SVMs
+    are solved."""
 
     loss: NexttokenLoss = NexttokenLoss.nll
     local_threshold: float = 0.01  # selected ids C_i = {k : attention mass on k > threshold}

@@ -1,5 +1,6 @@
-"""Next-token prediction: does GD find the graph-SVM? Experiment ``nexttoken`` (FOLLOWUPS.md §2;
-Li, Huang, Ildiz, Rawat, Oymak, AISTATS 2024; docs/nexttoken.md).
+"""Next-token prediction: does GD find the graph-SVM? Experiment ``nexttoken``
+(docs/math.md#next-token-prediction; Li, Huang, Ildiz, Rawat, Oymak, AISTATS 2024;
+docs/nexttoken.md).
 
 Per seed: the instance (``attnsvm.data.nexttoken``), its token-priority graphs and SCCs, the
 global graph-SVM W^svm (Frobenius for W, nuclear for (K,Q); ``attnsvm.svm.graph``), GD on W or

@@ -1,4 +1,4 @@
-"""Figures and table of the nexttoken experiment (FOLLOWUPS.md §2; docs/nexttoken.md).
+"""Figures and table of the nexttoken experiment (docs/nexttoken.md).
 
     python -m attnsvm.figures_nexttoken outputs/sweeps/nexttoken_global  # figures + table there
 

@@ -1,4 +1,4 @@
-"""Training of next-token prediction, batched over seeds (FOLLOWUPS.md §2).
+"""Training of next-token prediction, batched over seeds (docs/math.md#next-token-prediction).
 
 Scores a_it = x_it^T W z_i with z_i = x_iT (the last token), s_i = softmax_t(a_i) over the
 positions a mask keeps (all of them for W, the label's SCC for the finite part W^fin). Losses:
@@ -8,11 +8,11 @@ positions a mask keeps (all of them for W, the label's SCC for the finite part W
 * ``lsq2``: h_ik = e_k^T X_i^T s_i, pi_i = softmax_k(h_i), L = (1/n) sum_i (1 - pi_{i y_i})^2.
 
 Gradients are written out, not left to autograd, in the forms that stay accurate after the
-softmax saturates (PAPER.md §6.1): 1 - s_iy as sum_{t != y} s_it, and s_t (g_t - sum_u s_u g_u)
-as s_t sum_u s_u (g_t - g_u). Every product and reduction goes through ``batchops``, so a seed's
-numbers never depend on its batch mates. W (or K, Q with W = K Q^T, each factor normalized by its
-own gradient norm) and W^fin (W-parameterized, from zero, on the reduced sequences) step together.
-"""
+softmax saturates (docs/math.md#cancellation-after-saturation): 1 - s_iy as sum_{t != y} s_it, and
+s_t (g_t - sum_u s_u g_u) as s_t sum_u s_u (g_t - g_u). Every product and reduction goes through
+``batchops``, so a seed's numbers never depend on its batch mates. W (or K, Q with W = K Q^T, each
+factor normalized by its own gradient norm) and W^fin (W-parameterized, from zero, on the reduced
+sequences) step together."""
 
 from __future__ import annotations
 

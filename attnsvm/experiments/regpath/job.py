@@ -1,4 +1,5 @@
-"""Regularization path (PAPER.md §5, experiment ``regpath``): for R on a geometric grid,
+"""Regularization path (docs/math.md#the-regularization-path, experiment ``regpath``): for R on a
+geometric grid,
 
     W̄_R = argmin L(W)  s.t. ||W||_F <= R                      (W-parameterization)
     (K̄, Q̄)_R = argmin L(K Q^T)  s.t. ||K||_F^2 + ||Q||_F^2 <= 2R   ((K,Q)-parameterization)

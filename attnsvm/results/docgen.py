@@ -1,0 +1,279 @@
+"""The generated parts of docs/: the configuration reference and the result columns.
+
+    python -m attnsvm.results.docgen --write    # rewrite them between their markers
+    python -m attnsvm.results.docgen --check    # exit 1, naming the file, when docs/ differ
+
+Both are read off the code, so they cannot drift from it. The reference: every group and key
+of the schema dataclasses (attnsvm/config/schema.py and each experiment's ``Config``), its
+default, what is accepted (an enum's values, the text of the check in ``__post_init__``, else
+the type) and the comment on its line; each group's options with the first sentence of their
+YAML file. The columns: those of runs.parquet and trajectory.parquet written by a tiny real job
+of each built-in experiment, at the settings of its sweep file (the first that names it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import json
+import re
+import sys
+import tempfile
+import textwrap
+import typing
+from enum import Enum
+from importlib.resources import files
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from attnsvm.config.schema import CONF_MODULE
+from attnsvm.config.schema import RunConfig as CoreRunConfig
+from attnsvm.experiments import builtin_names, entry, group_of
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+TARGETS = {"config-reference": "configuration.md", "result-columns": "result-contract.md"}
+SEEDS = 2
+# keys that size a job, set small for the columns' run wherever a group has them
+TINY = {"steps": 20, "checkpoint_every": 10, "checkpoints": 4, "points": 3, "batch": 50,
+        "test_prompts": 100, "fit_prompts": 200, "target_accepted": 2,
+        "max_tried": 200}  # fmt: skip
+TINY_RUN = ["seeds=2", "batch_size=8", "optimizer.steps=400", "optimizer.checkpoint_every=200"]
+_FIELD = re.compile(r"^\s{4}(\w+):[^#]*(?:#\s*(?P<note>.*))?$")
+_DOC_LINK = re.compile(r"docs/([\w-]+\.md)(#[\w-]+)?")
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def field_notes(cls: type) -> dict[str, str]:
+    """The comment on each field's line of ``cls``'s source (its meaning)."""
+    lines = inspect.getsource(cls).split("\n    def ")[0].splitlines()
+    found = (_FIELD.match(line) for line in lines)
+    return {m[1]: m["note"] or "" for m in found if m}
+
+
+def _loops(node: ast.AST, env: dict) -> typing.Iterator[tuple[ast.Call, dict]]:
+    """Every call under ``node`` with the values of the enclosing ``for`` loops that run over
+    constants (``for key in ("d", "N"): check(..., key, "integers >= 1", ...)``)."""
+    if isinstance(node, ast.For):
+        try:
+            items = ast.literal_eval(node.iter)
+        except ValueError:
+            items = None
+        if items is not None:
+            target = node.target
+            names = [t.id for t in target.elts] if isinstance(target, ast.Tuple) else [target.id]
+            for item in items:
+                bound = dict(zip(names, item if len(names) > 1 else [item], strict=True))
+                for child in node.body:
+                    yield from _loops(child, {**env, **bound})
+            return
+    if isinstance(node, ast.Call):
+        yield node, env
+    for child in ast.iter_child_nodes(node):
+        yield from _loops(child, env)
+
+
+def _value(node: ast.AST, env: dict):
+    try:
+        return eval(compile(ast.Expression(node), "<check>", "eval"), {"__builtins__": {}}, env)
+    except Exception:  # an expression of ``self``: not a constant text
+        return None
+
+
+def accepted_texts(cls: type, group: str) -> dict[str, str]:
+    """key -> what its check in ``__post_init__`` accepts: the string argument that follows
+    the key's name (``require(ok, "solver.tol", "floats in (0, 1)", value)``)."""
+    keys = {f.name for f in dataclasses.fields(cls)}
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    out: dict[str, list[str]] = {}
+    for call, env in _loops(tree, {}):
+        args = [_value(a, env) for a in call.args]
+        for key, text in zip(args, args[1:], strict=False):
+            name = key.removeprefix(f"{group}.") if isinstance(key, str) else None
+            if name in keys and isinstance(text, str) and text not in out.get(name, []):
+                out.setdefault(name, []).append(text)
+    return {name: "; ".join(texts) for name, texts in out.items()}
+
+
+def _choices(cls: type, name: str, hint) -> str | None:
+    """An enum's values; with ``builtin_or_path`` also your own import path."""
+    source = inspect.getsource(cls)
+    plugin = re.search(rf"builtin_or_path\(self\.{name}, (\w+)\)", source)
+    kind = vars(sys.modules[cls.__module__]).get(plugin[1]) if plugin else hint
+    if not (isinstance(kind, type) and issubclass(kind, Enum)):
+        return None
+    values = ", ".join(f"`{e.value}`" for e in kind)
+    return f"{values}, or your `module.function`" if plugin else values
+
+
+def _default(f: dataclasses.Field) -> str:
+    value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    value = getattr(value, "value", value)
+    return f"`{value if isinstance(value, str) else json.dumps(value)}`"
+
+
+def key_table(cls: type, group: str, extra: dict[str, str] | None = None) -> list[str]:
+    """One row per key of ``cls`` (nested groups left out): key, default, accepted, meaning."""
+    hints, notes = typing.get_type_hints(cls), field_notes(cls)
+    checks = {**accepted_texts(cls, group), **(extra or {})}
+    rows = ["| key | default | accepted | meaning |", "|---|---|---|---|"]
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):
+            continue
+        said = [_choices(cls, f.name, hints[f.name]), checks.get(f.name)]
+        accepted = "; ".join(s for s in said if s) or f"`{f.type}`"
+        key = f"{group}.{f.name}" if group else f.name
+        rows.append(
+            f"| `{key}` | {_default(f)} | {_cell(accepted)} | {_cell(notes.get(f.name, ''))} |"
+        )
+    return rows
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first . : or ; outside parentheses that ends a word ("e.g." does not)."""
+    text, depth = " ".join(text.split()), 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        end = char in ".:;" and depth == 0 and text[i + 1 : i + 2] in ("", " ")
+        if end and not text[: i + 1].endswith(("e.g.", "i.e.", "s.t.", "al.")):
+            text = text[:i]
+            break
+    return _DOC_LINK.sub(r"[\1](\1\2)", text)
+
+
+def group_options(group: str) -> list[str]:
+    """``name``: the first sentence of the comment heading conf/<group>/<name>.yaml."""
+    out = []
+    for path in sorted(files(CONF_MODULE).joinpath(group).iterdir(), key=lambda p: p.name):
+        if not path.name.endswith(".yaml"):
+            continue
+        comment = []
+        for line in path.read_text().splitlines():
+            if not line.startswith("#"):
+                break
+            comment.append(line.lstrip("# "))
+        about = _first_sentence(" ".join(c for c in comment if not c.startswith("@package")))
+        out.append(f"- `{group}={path.name[:-5]}`" + (f": {about}" if about else ""))
+    return out
+
+
+def config_reference() -> str:
+    """The markdown between the ``config-reference`` markers of docs/configuration.md."""
+    from attnsvm.config.compose import CORE_GROUPS
+
+    lines = []
+    for group, cls in CORE_GROUPS.items():
+        lines += [f"### `{group}`", "", "Options:", "", *group_options(group), ""]
+        lines += [*key_table(cls, group), ""]
+    for name in sorted(builtin_names()):
+        group = group_of(entry(name))
+        if group is not None:
+            lines += [f"### `{group}` (read by `experiment={name}`)", ""]
+            lines += [*key_table(entry(name).Config, group), ""]
+    runs = {"experiment": ", ".join(f"`{n}`" for n in sorted(builtin_names()))}
+    runs["experiment"] += ", or your module's import path"
+    lines += ["### Run-level keys", "", *key_table(CoreRunConfig, "", runs)]
+    return "\n".join(lines)
+
+
+def sweep_of(name: str) -> str | None:
+    """The first sweep file (by name) that sets ``experiment: name``."""
+    for path in sorted(files(CONF_MODULE).joinpath("sweeps").iterdir(), key=lambda p: p.name):
+        if path.name.endswith(".yaml"):
+            if OmegaConf.create(path.read_text()).get("experiment") == name:
+                return path.name[:-5]
+    return None
+
+
+def tiny_overrides(name: str) -> list[str]:
+    """A few seeds and steps of experiment ``name`` at its sweep's settings (else the default)."""
+    sweep = sweep_of(name)
+    out = [f"+sweeps={sweep}"] if sweep else [f"experiment={name}"]
+    group = group_of(entry(name))
+    if group is not None:
+        keys = {f.name for f in dataclasses.fields(entry(name).Config)}
+        out += [f"{group}.{k}={v}" for k, v in TINY.items() if k in keys]
+    return [*out, *TINY_RUN]
+
+
+def job_columns(name: str, where: Path) -> dict[str, list[str]]:
+    """file name -> its columns, from a tiny job of experiment ``name`` written to ``where``."""
+    import pyarrow.parquet as pq
+
+    from attnsvm.api import run_job
+
+    run_job(tiny_overrides(name), out_dir=where)
+    return {p.name: pq.read_schema(p).names for p in sorted(where.glob("*.parquet"))}
+
+
+def _column_list(columns: list[str]) -> str:
+    """The columns in order; the config's dotted keys as one ``group.*`` entry per group."""
+    shown: list[str] = []
+    for col in columns:
+        item = f"{col.split('.')[0]}.*" if "." in col else col
+        if item not in shown:
+            shown.append(item)
+    return ", ".join(f"`{c}`" for c in shown)
+
+
+def result_columns() -> str:
+    """The markdown between the ``result-columns`` markers of docs/result-contract.md."""
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in sorted(builtin_names()):
+            run = " ".join(tiny_overrides(name))
+            lines += [f"### `{name}`", "", f"`python -m attnsvm.run {run}` writes:", ""]
+            for file, cols in job_columns(name, Path(tmp) / name).items():
+                lines.append(f"- `{file}`: {_column_list(cols)}")
+            lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+RENDER = {"config-reference": config_reference, "result-columns": result_columns}
+
+
+def splice(text: str, tag: str, body: str) -> str:
+    """``text`` with what lies between ``<!-- generated:tag -->`` and its end marker replaced."""
+    start, end = f"<!-- generated:{tag} -->", f"<!-- /generated:{tag} -->"
+    if text.count(start) != 1 or text.count(end) != 1:
+        raise ValueError(f"attnsvm: expected one {start} and one {end}")
+    head, rest = text.split(start)
+    return f"{head}{start}\n{body}\n{end}{rest.split(end)[1]}"
+
+
+def stale(tags=tuple(TARGETS), docs: Path = DOCS, write: bool = False) -> list[Path]:
+    """The docs files whose generated part differs from what the code renders (rewritten
+    when ``write``)."""
+    out = []
+    for tag in tags:
+        path = docs / TARGETS[tag]
+        text = path.read_text()
+        new = splice(text, tag, RENDER[tag]())
+        if new != text:
+            out.append(path)
+            if write:
+                path.write_text(new)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnsvm.results.docgen", description=__doc__)
+    parser.add_argument("--write", action="store_true", help="rewrite the generated parts")
+    parser.add_argument("--check", action="store_true", help="exit 1 when they are stale")
+    parser.add_argument("--only", choices=list(TARGETS), help="one part only")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="the docs folder")
+    args = parser.parse_args(argv)
+    tags = [args.only] if args.only else list(TARGETS)
+    changed = stale(tags, args.docs, write=args.write)
+    for path in changed:
+        print(f"{'rewrote' if args.write else 'stale'}: {path}")
+    return 1 if changed and args.check else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
