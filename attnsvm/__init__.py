@@ -8,9 +8,9 @@ import os
 # user's own MKL_CBWR wins. attnsvm.runtime.mkl_cnr_mode() reports what MKL took.
 os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 
-__version__ = "0.1.0"
+from attnsvm._version import __version__  # noqa: E402  (after MKL's mode is chosen)
 
-__all__ = ["compose", "run_job", "load_sweep", "sql"]
+__all__ = ["__version__", "compose", "run_job", "load_sweep", "sql"]
 
 
 def __getattr__(name: str):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from attnsvm.config.enums import Generator
 from attnsvm.experiments import builtin_names
 
 PKG = Path(__file__).resolve().parents[1] / "attnsvm"
@@ -147,10 +148,18 @@ def test_no_function_over_60_lines():
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
 
 
+# Data sets are named in the config still (the Generator enum and DatasetConfig hold every
+# generator's keys; a per-generator schema is not built yet): an experiment whose name is also a
+# data set's (nexttoken) is matched only as ``experiment=NAME`` there.
+DATA_SETS = {g.value for g in Generator}
+
+
 def _experiment_words() -> re.Pattern:
-    """Each built-in's name as a whole word; "gd" (a step rule too) only as ``experiment=gd``."""
-    names = [re.escape(n) for n in builtin_names() if n != "gd"]
-    return re.compile(rf"\b({'|'.join(names)})\b|experiment=gd\b", re.IGNORECASE)
+    """Each built-in's name as a whole word; "gd" (a step rule too) and the names that are also
+    a data set's only as ``experiment=NAME``."""
+    names = [re.escape(n) for n in builtin_names() if n != "gd" and n not in DATA_SETS]
+    also = "|".join(re.escape(n) for n in ["gd", *sorted(set(builtin_names()) & DATA_SETS)])
+    return re.compile(rf"\b({'|'.join(names)})\b|experiment=({also})\b", re.IGNORECASE)
 
 
 def _core_files() -> list[Path]:

@@ -2,8 +2,8 @@
 
     python -m attnsvm.aggregate outputs/sweeps/local     # calls draw_all
 
-Sweeps of other experiments (multitoken, regpath) get tables here and figures from their own
-modules (attnsvm.experiments.multitoken.plots, attnsvm.experiments.regpath.plots).
+Other experiments draw their own figures (their package's plots.py); these are the shared
+ones, for sweeps of the paper's pipeline.
 
 * ``rank``: SVMs only (train=false) over several d: rank of W^mm (solid) and W^mm_* (dashed)
   vs d over feasible instances, one line per (n, T); the feasibility rate beside it;

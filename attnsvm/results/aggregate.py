@@ -215,7 +215,7 @@ def summarize(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         feasible = g[g.feasible.astype(bool)] if "feasible" in g else g
         row["feasible"] = len(feasible)
         row["feasible_rate"] = len(feasible) / len(g)
-        if "conv_type" in g:  # blank where the classification does not apply (regpath, SVMs)
+        if "conv_type" in g:  # blank where an experiment does not classify (SVMs only)
             classified = g.conv_type.notna().any()
             for kind, col in CONV_COLUMNS.items():
                 row[col] = int((g.conv_type == kind).sum()) if classified else None

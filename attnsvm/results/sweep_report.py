@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from attnsvm import __version__
+from attnsvm._version import __version__
 from attnsvm.results import report_html
 from attnsvm.results.report_html import esc
 from attnsvm.results.store import scan_jobs

@@ -12,8 +12,8 @@ sequence ending in k to every other id j of that sequence. Its strongly connecte
                                                      >= 1 otherwise
 
 (Frobenius for W, nuclear for (K,Q)). Every constraint is linear in vec(W), so the Frobenius
-problem is solved exactly as multitoken's W^dir: project the inequality rows onto the null space
-of the equality rows, then least-distance programming through its NNLS dual.
+problem is solved exactly as an equality-constrained SVM: project the inequality rows onto the
+null space of the equality rows, then least-distance programming through its NNLS dual.
 
     scc = scc_table(ids, src, K)             # (K, K): SCC label of id j in G^(k)
     sol = graph_svm_fro(E, ids, src, scc)    # GraphSVM(W, status, reason)

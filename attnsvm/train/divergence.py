@@ -52,7 +52,7 @@ def divergence(steps, **quantities) -> str | None:
 
 
 def diverged_tables(seed: int, traj, r: int, Ws: np.ndarray, why: str, opt, at_opt, svm_cols):
-    """Row and trajectory of a diverged seed of experiment=gd: what training recorded and the
+    """Row and trajectory of a diverged seed of the paper's pipeline: what training recorded and the
     SVMs of its data at ``opt`` (``at_opt``, their columns ``svm_cols``), no metric built on W
     (NaN, or a crash)."""
     sel = traj.selected[-1, r].cpu().numpy()
