@@ -5,10 +5,11 @@
 
 The naive baselines are what the published notebooks do: one seed at a time, an nn-style model,
 ``loss.backward()``, normalize, step (autograd's gradient, the cancellation-prone form of
-PAPER.md §6.1); and one cvxpy model per SVM built with a Python loop over the constraints
-(i, t), in the full d x d space, default solver settings. Ratios come from the same process,
-naive and ours interleaved. Whole experiments run in fresh worker processes, one per core as
-the joblib launcher would, each reporting its CPU time and peak resident memory (ru_maxrss).
+docs/math.md#cancellation-after-saturation); and one cvxpy model per SVM built with a Python
+loop over the constraints (i, t), in the full d x d space, default solver settings. Ratios come
+from the same process, naive and ours interleaved. Whole experiments run in fresh worker
+processes, one per core as the joblib launcher would, each reporting its CPU time and peak
+resident memory (ru_maxrss).
 Every registered experiment whose entry declares ``bench_cases(quick)`` adds its own cases
 (batched against one seed at a time). Benchmarks are never unit tests;
 tests/test_speed_paths.py checks that the fast paths agree.

@@ -204,8 +204,8 @@ a busy machine), which a Hydra multirun pays once per worker as well.
   The naive baseline is one seed at a time through autograd. Threads: a second thread never
   lowers the CPU time per seed-run (table above); on an otherwise idle machine it shortens the
   wall time (torch about 1.9x at 1000 seeds, fused about 1.7x), but whenever anything else ran,
-  two torch threads made training 3-30x slower (PAPER.md §6.5, and the previous version of this
-  table). A sweep's workers already fill every core, so `threads: 1` is the default and
+  two torch threads made training 3-30x slower (docs/math.md#threads, and the previous version
+  of this table). A sweep's workers already fill every core, so `threads: 1` is the default and
   parallelism comes from worker processes (joblib launcher); `threads: 2` suits one big job
   on an idle machine (same numbers with either engine).
 - **BLAS threads**: `threads` also bounds numpy/scipy's OpenBLAS pools (threadpoolctl). With the

@@ -1,4 +1,5 @@
-"""Figures of the optimizer-geometry sweeps (FOLLOWUPS.md §3), chosen by what the sweep holds.
+"""Figures of the optimizer-geometry sweeps, chosen by what the sweep holds
+(docs/math.md#optimizer-geometry-and-the-svm-norm).
 
 * ``+sweeps=geometry`` (several step rules, several SVM norms): heatmaps of the final margin
   ratio gamma_N(W) / gamma_N* and of corr(W, W^mm_N), rows step rules, columns norms, where
@@ -25,7 +26,7 @@ import pandas as pd  # noqa: E402
 
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
-# the norm each step rule's geometry is predicted to pick (FOLLOWUPS.md §3)
+# the norm each step rule's geometry is predicted to pick (docs/math.md, optimizer geometry)
 PREDICTED = {"ngd": "fro", "gd": "fro", "polyak": "fro", "sign": "max", "adam": "max"}
 PREDICTED.update({"spectral": "spectral", "md p=1.75": "l1p75", "md p=3": "l3", "md p=2": "fro"})
 NORM_ORDER = ["fro", "l2", "nuc", "l1p75", "l3", "max", "spectral"]

@@ -221,7 +221,7 @@ def trajectory_columns(cfg, inst, traj, r: int, Ws, curves: dict, row: dict, fro
 def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: dict) -> dict:
     """Per checkpoint, for every SVM norm N at the selected tokens: the margin ratio
     gamma_N(W) / gamma_N* (``margin_<N>``), and for mirror descent the Bregman divergence of
-    its potential (``bregman_<N>``, FOLLOWUPS.md §3)."""
+    its potential (``bregman_<N>``, docs/math.md#mirror-descent-and-lp-svms)."""
     X, Z = (t[r].cpu().double().numpy() for t in (inst.K, inst.Z))
     least = svm.min_margins(Ws, X, Z, sel, _mask(inst, r))  # (C,)
     made = {n.name: n for n in norms.make_norms(cfg.solver)}
@@ -240,8 +240,8 @@ def head_curves(cfg: RunConfig, inst: Instances, r: int, vs: np.ndarray, sel, Ws
     """A trained head v (C, d) against the hard-margin classifier of the selected tokens,
     v^mm = argmin ||v|| s.t. Y_i v^T x_{i alpha_i} >= 1 (``corr_v_mm``); the attention
     W(k) (C, d, d) against the relaxed Frobenius SVM, whose margin is 1 only for the support
-    vectors of v^mm (``corr_relaxed``, FOLLOWUPS.md §1); for mirror descent also the Bregman
-    divergence to the lp one (``bregman_v``)."""
+    vectors of v^mm (``corr_relaxed``, docs/math.md#joint-training-vmm-and-the-relaxed-p-svm);
+    for mirror descent also the Bregman divergence to the lp one (``bregman_v``)."""
     X, Y = inst.X[r].cpu().double().numpy(), inst.Y[r].cpu().double().numpy()
     rows = Y[:, None] * X[np.arange(len(sel)), sel]  # (n, d)
     v_mm = svm.v_mm(rows, 2.0, cfg.solver)
