@@ -75,3 +75,18 @@ def builtin_or_path(value, builtin: type[Enum]):
     path of a plug-in (resolution imports and checks it: attnsvm/config/resolve.py)."""
     value = getattr(value, "value", value)
     return builtin(value) if value in {e.value for e in builtin} else value
+
+
+def fill_shape(ds, shape: dict, source: str) -> dict:
+    """A data set's n, T, d taken from the data where null, else checked against it:
+    the fields to fill (``source`` names where the data's shape comes from)."""
+    out = {}
+    for key, value in shape.items():
+        mine = getattr(ds, key)
+        if mine is not None and mine != value:
+            raise ConfigError(
+                f"dataset.{key}={mine} but {source} has {key}={value}: set dataset.{key}="
+                f"{value} or null"
+            )
+        out[key] = value
+    return out

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnsvm.config.checks import ConfigError, require
+from attnsvm.config.checks import fill_shape, require
 
 INITS_C = (1.0, 0.5, 0.0, -0.5, -1.0, -1.5)  # the published starts' free coordinate
 LOSS_C = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 100.0)
@@ -123,25 +123,11 @@ def key_query(cfg_matrix, generator_example: str | None, d: int) -> torch.Tensor
     return torch.eye(d)
 
 
-def _fill_shape(ds, shape: dict, source: str) -> dict:
-    """n, T, d taken from the data where null, else checked against it."""
-    out = {}
-    for key, value in shape.items():
-        mine = getattr(ds, key)
-        if mine is not None and mine != value:
-            raise ConfigError(
-                f"dataset.{key}={mine} but {source} has {key}={value}: set dataset.{key}="
-                f"{value} or null"
-            )
-        out[key] = value
-    return out
-
-
 def resolve_dataset(ds) -> dict:
     """n, T, d of the published example (null) or checked against it."""
     require(ds.example in EXAMPLES, "dataset.example", ", ".join(EXAMPLES), ds.example)
     shape = dict(zip(("n", "T", "d"), EXAMPLES[ds.example].X.shape, strict=True))
-    return _fill_shape(ds, shape, f"dataset.example={ds.example}")
+    return fill_shape(ds, shape, f"dataset.example={ds.example}")
 
 
 def maxmargin_setting(what: str, value: str):

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnsvm.config.checks import ConfigError
+from attnsvm.config.checks import ConfigError, fill_shape
 from attnsvm.config.input_checks import (
     check_callable_target,
     check_data_file,
@@ -148,20 +148,6 @@ def _tensors(arrays: dict, query_index: int):
     return (X, t["Y"], Z, v, t["V"]) if "V" in t else (X, t["Y"], Z, v)
 
 
-def _fill_shape(ds, shape: dict, source: str) -> dict:
-    """n, T, d taken from the data where null, else checked against it."""
-    out = {}
-    for key, value in shape.items():
-        mine = getattr(ds, key)
-        if mine is not None and mine != value:
-            raise ConfigError(
-                f"dataset.{key}={mine} but {source} has {key}={value}: set dataset.{key}="
-                f"{value} or null"
-            )
-        out[key] = value
-    return out
-
-
 def resolve_dataset(ds) -> dict:
     """file: n, T, d from the file (null) or checked against it; sha256 filled in or checked.
     callable: the target imported and its signature checked."""
@@ -169,7 +155,7 @@ def resolve_dataset(ds) -> dict:
         check_callable_target(ds.target, ds.kwargs, ds.n, ds.T, ds.d)
         return {}
     _, digest, (_, *shape) = read_file(ds.path)
-    out = _fill_shape(ds, dict(zip(("n", "T", "d"), shape, strict=True)), f"dataset.path={ds.path}")
+    out = fill_shape(ds, dict(zip(("n", "T", "d"), shape, strict=True)), f"dataset.path={ds.path}")
     if ds.sha256 not in (None, digest):
         raise ConfigError(f"dataset.sha256={ds.sha256} pins another file: {ds.path} has {digest}")
     return {**out, "sha256": digest}
