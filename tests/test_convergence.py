@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+import attnsvm
 from attnsvm import metrics
 from attnsvm.config import ConfigError, MetricsConfig, RunConfig
 from attnsvm.experiments.gd.summary import gd_summary_text as summary_text
@@ -106,3 +107,37 @@ def test_normalized_gd_stalled_on_eps_is_told_to_lower_it():
     assert "steps stalled by optimizer.eps 4" in text
     assert "advice: optimizer.eps=0: ||grad L|| fell below optimizer.eps=0.001" in text
     assert "advice: train longer" not in text  # more steps would not help
+
+
+@pytest.mark.parametrize(
+    "overrides, column, name",
+    [
+        ([], "fro", "W^mm"),
+        (["parameterization=kq"], "nuc", "W^mm_*"),
+        (["optimizer=md3", "solver.norms=[fro,l3]"], "l3", "l3-SVM"),
+        (["optimizer=md3"], "fro", "W^mm"),  # l3 not solved: back to W^mm
+        (["optimizer=sign", "solver.norms=[fro,max]"], "max", "max-norm SVM"),
+        (["optimizer=spectral", "solver.norms=[fro,spectral]"], "spectral", "spectral SVM"),
+    ],
+)
+def test_each_seed_is_measured_against_its_own_limit_object(overrides, column, name):
+    from attnsvm.experiments.gd.limits import label, limit_column
+
+    cfg = attnsvm.compose(overrides)
+    solved = {n.replace(".", "p") for n in cfg.solver.norms}
+    assert limit_column(cfg, solved) == column and label(column, cfg) == name
+
+
+def test_a_trained_p_model_is_measured_against_the_relaxed_p_svm():
+    cfg = attnsvm.compose(
+        [
+            "dataset=maxmargin",
+            "dataset.example=joint",
+            "parameterization=p",
+            "head.train=true",
+            "seeds=1",
+        ]
+    )
+    from attnsvm.experiments.gd.limits import label, limit_column
+
+    assert label(limit_column(cfg, {"fro", "nuc"}), cfg) == "relaxed p-SVM"
