@@ -42,13 +42,13 @@ def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):
     .config_hash, .seconds). With ``out_dir``, also write runs.parquet, trajectory.parquet and
     job.json there exactly as the CLI does; a list of overrides is composed first."""
     from attnsvm.config.input_checks import check_writable_dir
-    from attnsvm.data.userdata import check_callable_output
+    from attnsvm.data.sets import preflight
     from attnsvm.job import run_job as run_pipeline
     from attnsvm.results.store import job_record, write_result
 
     if not isinstance(cfg, RunConfig):
         cfg = compose(cfg)
-    check_callable_output(cfg)  # as the CLI: a generator's wrong return fails before any work
+    preflight(cfg)  # as the CLI: a generator's wrong return fails before any work
     if out_dir is not None:
         check_writable_dir(out_dir, "out_dir")  # before training, not after
     job = job_record(cfg) if out_dir is not None else None

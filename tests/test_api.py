@@ -20,7 +20,7 @@ def test_compose_validates_like_the_cli():
     assert cfg.parameterization.kind == Parameterization.kq and cfg.seeds == 16
     with pytest.raises(ConfigError, match="unknown key 'dataset.dd'"):
         attnsvm.compose(["dataset.dd=3"])
-    with pytest.raises(ConfigError, match="head=relu needs dataset=relu"):
+    with pytest.raises(ConfigError, match="head=relu needs dataset in callable, file, relu"):
         attnsvm.compose(["head=relu"])
 
 

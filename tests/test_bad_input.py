@@ -63,7 +63,10 @@ BAD = [
         ["experiment='gdd'", ", ".join(sorted(builtin_names())), "run_job"],
     ),
     # rules across keys and groups: both keys named, and what to set
-    (["head=relu"], ["head=relu needs dataset=relu", "dataset.generator=random"]),
+    (
+        ["head=relu"],
+        ["head=relu needs dataset in callable, file, relu", "dataset.generator=random"],
+    ),
     (["head=relu", "dataset=paths"], ["head=relu", "dataset.generator=paths"]),
     (["dataset=paths", "dataset.T=4"], ["dataset.generator=paths", "dataset.T in [3, 5]"]),
     (["dataset=paths", "dataset.d=3"], ["dataset.generator=paths", "dataset.d=2", "d=3"]),

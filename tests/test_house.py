@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attnsvm.config.enums import Generator
+from attnsvm.data import sets
 from attnsvm.experiments import builtin_names
 
 PKG = Path(__file__).resolve().parents[1] / "attnsvm"
@@ -148,18 +148,33 @@ def test_no_function_over_60_lines():
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
 
 
-# Data sets are named in the config still (the Generator enum and DatasetConfig hold every
-# generator's keys; a per-generator schema is not built yet): an experiment whose name is also a
-# data set's (nexttoken) is matched only as ``experiment=NAME`` there.
-DATA_SETS = {g.value for g in Generator}
+# Data sets are entries of attnsvm/data/sets/ and SVM norms of attnsvm/svm/norm_names.py: the core
+# names neither. The distinctive data set names are matched anywhere; the others (also ordinary
+# words, or a head's name) where they name a data set. Step rules and parameterizations declare
+# the SVM norm of their geometry and svm/ implements the norms: theirs is the norms' registry,
+# so train/ and svm/ are not searched for norm names.
+DATA_SETS = set(sets.names())
+DISTINCT = {"maxmargin", "joint2d", "nexttoken"} & DATA_SETS
+NORMS = ("fro", "nuc", "max", "spectral")
 
 
 def _experiment_words() -> re.Pattern:
-    """Each built-in's name as a whole word; "gd" (a step rule too) and the names that are also
-    a data set's only as ``experiment=NAME``."""
-    names = [re.escape(n) for n in builtin_names() if n != "gd" and n not in DATA_SETS]
-    also = "|".join(re.escape(n) for n in ["gd", *sorted(set(builtin_names()) & DATA_SETS)])
-    return re.compile(rf"\b({'|'.join(names)})\b|experiment=({also})\b", re.IGNORECASE)
+    """Each built-in's name as a whole word; "gd" (a step rule too) only as ``experiment=gd``."""
+    names = [re.escape(n) for n in builtin_names() if n != "gd"]
+    return re.compile(rf"\b({'|'.join(names)})\b|experiment=gd\b", re.IGNORECASE)
+
+
+def _data_set_words() -> re.Pattern:
+    every = "|".join(map(re.escape, sorted(DATA_SETS)))
+    distinct = "|".join(map(re.escape, sorted(DISTINCT)))
+    forms = rf"(dataset|generator)(\.value)?\s*(=|==|!=)\s*[\"']?({every})\b|Generator\.({every})"
+    return re.compile(rf"\b({distinct})\b|{forms}")
+
+
+def _norm_words() -> re.Pattern:
+    """A norm's name as a string (``"nuc"``, ``'l3'``) or in ``solver.norms=[...]``."""
+    names = "|".join(NORMS)
+    return re.compile(rf"[\"']({names}|l\d+(\.\d+)?)[\"']|norms=\[\s*({names})")
 
 
 def _core_files() -> list[Path]:
@@ -173,6 +188,7 @@ WORDS = [
     ("# see ICL.", True),
     ("optimizer=gd", False),
     ("experiment=gd", True),
+    ("dataset=nexttoken", True),
 ]
 
 
@@ -181,11 +197,56 @@ def test_the_experiment_pattern_matches_whole_words(text, hit):
     assert bool(_experiment_words().search(text)) == hit
 
 
-def test_no_core_module_names_an_experiment():
-    words, named = _experiment_words(), []
+MEMBER = re.compile(r"^\s*(\w+) = [\"']\1[\"']")  # an enum member: the step rule ``spectral``
+
+
+def _named(words: re.Pattern, skip=()) -> list[str]:
+    named = []
     for path in _core_files():
+        if path.relative_to(PKG).parts[0] in skip:
+            continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             found = sorted({m.group(0) for m in words.finditer(line)})
-            if found:
+            if found and not (skip and MEMBER.match(line)):
                 named.append(f"{path.relative_to(PKG.parent)}:{number}: {', '.join(found)}")
+    return named
+
+
+def test_no_core_module_names_an_experiment():
+    named = _named(_experiment_words())
     assert not named, "core modules that name an experiment:\n" + "\n".join(named)
+
+
+DATA_SET_WORDS = [
+    ("dataset=maxmargin", True),
+    ("the maxmargin examples", True),
+    ('if ds.generator.value == "paths":', True),
+    ("Generator.relu", True),
+    ("head=relu reads V", False),
+    ("random draws", False),
+    ("a data file", False),
+]
+
+
+@pytest.mark.parametrize("text,hit", DATA_SET_WORDS)
+def test_the_data_set_pattern_matches_where_a_data_set_is_named(text, hit):
+    assert bool(_data_set_words().search(text)) == hit
+
+
+@pytest.mark.parametrize(
+    "text,hit",
+    [('norms = ["fro", "nuc"]', True), ("solver.norms=[fro,l3]", True), ("'l1.75'", True),
+     ("x.max(dim=0)", False), ("the nuclear-norm SVM", False), ('"spectral_gap"', False)],
+)  # fmt: skip
+def test_the_norm_pattern_matches_a_norm_s_name(text, hit):
+    assert bool(_norm_words().search(text)) == hit
+
+
+def test_no_core_module_names_a_data_set():
+    named = _named(_data_set_words())
+    assert not named, "core modules that name a data set:\n" + "\n".join(named)
+
+
+def test_no_core_module_names_a_norm():
+    named = _named(_norm_words(), skip=("train", "svm"))
+    assert not named, "core modules that name an SVM norm:\n" + "\n".join(named)

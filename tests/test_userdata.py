@@ -104,7 +104,7 @@ def test_a_bad_file_fails_at_composition_naming_the_array(tmp_path, arrays, expe
         (["seed=2", "seeds=2"], "seed + seeds <= 3"),
         (["dataset.n=4", "seeds=3"], "dataset.n=4 but dataset.path="),
         (["dataset.sha256=abc", "seeds=3"], "dataset.sha256=abc pins another file"),
-        (["head=relu", "seeds=3"], "head=relu needs dataset=relu"),
+        (["head=relu", "seeds=3"], "head=relu needs dataset in callable, file, relu"),
     ],
 )
 def test_file_rules_across_keys(tmp_path, overrides, expected):

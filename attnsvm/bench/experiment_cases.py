@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from attnsvm.bench.svm_cases import RANK_D, RANK_NT
 from attnsvm.bench.timing import Timing, cpu_seconds, parallel, split
+from attnsvm.config import DatasetConfig, OptimizerConfig, ParameterizationConfig, RunConfig
 from attnsvm.config.enums import Parameterization
-from attnsvm.config.schema import DatasetConfig, OptimizerConfig, ParameterizationConfig, RunConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments import builtin_names, entry
 from attnsvm.experiments.nexttoken.config import NexttokenConfig

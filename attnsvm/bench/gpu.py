@@ -37,8 +37,8 @@ import torch
 
 from attnsvm import metrics
 from attnsvm.bench.timing import load, machine
+from attnsvm.config import DatasetConfig, OptimizerConfig, ParameterizationConfig, RunConfig
 from attnsvm.config.enums import Engine
-from attnsvm.config.schema import DatasetConfig, OptimizerConfig, ParameterizationConfig, RunConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments.gd.pipeline import solve_svms
 from attnsvm.train.heads import LinearHead

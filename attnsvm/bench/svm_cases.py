@@ -8,7 +8,7 @@ import time
 
 from attnsvm.bench.naive import naive_svm
 from attnsvm.bench.timing import Timing, cpu_seconds, timed
-from attnsvm.config.schema import DatasetConfig, SolverConfig
+from attnsvm.config import DatasetConfig, SolverConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import solve as svm
 

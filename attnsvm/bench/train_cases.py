@@ -11,8 +11,8 @@ import torch
 
 from attnsvm.bench.naive import naive_train
 from attnsvm.bench.timing import timed
+from attnsvm.config import DatasetConfig, HeadConfig, OptimizerConfig, ParameterizationConfig
 from attnsvm.config.enums import Engine, Parameterization
-from attnsvm.config.schema import DatasetConfig, HeadConfig, OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.train import kernel
 from attnsvm.train.heads import make_head

@@ -18,41 +18,33 @@ from attnsvm.config.enums import (
     Attention,
     Backend,
     Device,
-    Draws,
     DType,
-    Embedding,
     Engine,
     FroMethod,
-    Generator,
     Gradient,
-    Graphs,
     Head,
     Init,
     Loss,
-    Notebook,
     Optimizer,
     Parameterization,
 )
 from attnsvm.config.schema import (
     CONF_MODULE,
-    LP_NORM,
-    NORMS,
-    PATHS_T,
-    DatasetConfig,
+    DatasetBase,
     HeadConfig,
     MetricsConfig,
     OptimizerConfig,
     ParameterizationConfig,
     SolverConfig,
-    lp_exponent,
 )
 
 _LATER = {  # name -> module: loaded on first use, so that importing the schema stays light
-    "RunConfig": None,
+    "RunConfig": None,  # the core's with every experiment's group
+    "DatasetConfig": None,  # the core keys with every data set's own (attnsvm/data/sets/)
+    "Generator": None,  # the data sets' names
     "to_run_config": "attnsvm.config.compose",
     "check_override_keys": "attnsvm.config.compose",
     "register_configs": "attnsvm.config.compose",
-    "resolve": "attnsvm.config.resolve",
     "train_engine": "attnsvm.config.resolve",
     "config_hash": "attnsvm.config.identity",
 }
@@ -63,6 +55,10 @@ def __getattr__(name: str):
         from attnsvm.experiments import run_config_class
 
         return run_config_class()
+    if name in ("DatasetConfig", "Generator"):
+        from attnsvm.data import sets
+
+        return sets.dataset_class() if name == "DatasetConfig" else sets.generator_enum()
     if name in _LATER:
         import importlib
 
@@ -72,35 +68,26 @@ def __getattr__(name: str):
 
 __all__ = [
     "CONF_MODULE",
-    "LP_NORM",
-    "NORMS",
-    "PATHS_T",
     "W_ONLY_OPTIMIZERS",
     "Attention",
     "Backend",
     "ConfigError",
     "DType",
-    "DatasetConfig",
+    "DatasetBase",
     "Device",
-    "Draws",
-    "Embedding",
     "Engine",
     "FroMethod",
-    "Generator",
     "Gradient",
-    "Graphs",
     "Head",
     "HeadConfig",
     "Init",
     "Loss",
     "MetricsConfig",
-    "Notebook",
     "Optimizer",
     "OptimizerConfig",
     "Parameterization",
     "ParameterizationConfig",
     "SolverConfig",
-    "lp_exponent",
     "plain_name",
     *_LATER,
 ]

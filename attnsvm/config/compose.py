@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.resolve import resolve
 from attnsvm.config.schema import (
-    DatasetConfig,
+    DatasetBase,
     HeadConfig,
     MetricsConfig,
     OptimizerConfig,
@@ -25,8 +25,8 @@ from attnsvm.config.schema import (
 )
 from attnsvm.experiments import run_config_class
 
-CORE_GROUPS = {
-    "dataset": DatasetConfig,
+CORE_GROUPS = {  # the dataset group as the core has it; Hydra gets every data set's keys too
+    "dataset": DatasetBase,
     "parameterization": ParameterizationConfig,
     "optimizer": OptimizerConfig,
     "solver": SolverConfig,
@@ -86,12 +86,13 @@ def register_configs() -> None:
     """Register the schemas in Hydra's ConfigStore; YAML options in conf/ extend them."""
     from hydra.core.config_store import ConfigStore
 
-    from attnsvm.data import OMEGACONF_RESOLVERS
+    from attnsvm.data import sets
 
-    resolvers = {**OMEGACONF_RESOLVERS, "attnsvm_help": ("attnsvm.cli_help", "header")}
-    for name, (module, fn) in resolvers.items():
-        OmegaConf.register_new_resolver(name, _later(module, fn), replace=True)
+    resolvers = {**sets.omegaconf_resolvers(), "attnsvm_help": "attnsvm.cli_help:header"}
+    for name, path in resolvers.items():
+        OmegaConf.register_new_resolver(name, _later(*path.split(":")), replace=True)
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=run_config_class())
-    for group, node in CORE_GROUPS.items():  # outside the groups: never an option to choose
+    nodes = {**CORE_GROUPS, "dataset": sets.dataset_class()}
+    for group, node in nodes.items():  # outside the groups: never an option to choose
         cs.store(name=f"base_{group}", node=node)  # conf/<group>/*.yaml: /base_<group>@_here_

@@ -1,53 +1,13 @@
 """The choices of the run configuration, as enums: Hydra and the dataclasses list their values in
 every error (``solver.backend=CLARABELL`` fails at composition naming IPM, CLARABEL, SCS).
 
-A leaf: imports nothing of attnsvm. Which experiments exist is not an enum: each is a package
-under attnsvm/experiments/ (or your own module), found by the registry.
+A leaf: imports nothing of attnsvm. Which experiments and data sets exist is not written here:
+each is an entry its registry finds (attnsvm/experiments/, attnsvm/data/sets/).
 """
 
 from __future__ import annotations
 
 from enum import Enum
-
-
-class Generator(str, Enum):
-    random = "random"  # published generator (docs/math.md#the-published-data)
-    relu = "relu"  # published ReLU-head generator (V, then X, Y, Z)
-    paths = "paths"  # hand-placed 2-D clusters of the path pictures
-    orthonormal = "orthonormal"  # orthonormal tokens, Y = +1 (the lambda-head experiment)
-    file = "file"  # your instances from an .npz (dataset.path; attnsvm/data/userdata.py)
-    callable = "callable"  # your generator function (dataset.target, dataset.kwargs)
-    joint2d = "joint2d"  # the 2-D joint-training example of lp mirror descent
-    nexttoken = "nexttoken"  # next-token prediction: vocabulary, sequences of ids, labels
-    maxmargin = "maxmargin"  # the published examples of max-margin token selection
-    digits = "digits"  # scikit-learn's 8x8 digits as patch tokens (attnsvm/data/digits.py)
-
-
-class Embedding(str, Enum):
-    """Vocabulary embeddings of dataset=nexttoken."""
-
-    random = "random"  # Gaussian rows, normalized (published)
-    orthonormal = "orthonormal"  # K <= d orthonormal rows
-    equicorr = "equicorr"  # unit rows with pairwise correlation dataset.rho (K + 1 <= d)
-
-
-class Draws(str, Enum):
-    per_seed = "per_seed"  # seed s: its own generator seeded s (batch-invariant)
-    published = "published"  # the notebooks' global generator seeded once with 1
-
-
-# "global" is a keyword, so the enum is built from a mapping (as Head); the global notebook
-# draws two nn.Linear inits per instance (W(0), the finite part's), the local one a third
-Notebook = Enum("Notebook", {"global": "global", "local": "local"}, type=str)
-Notebook.__doc__ = "Published notebook whose draw stream dataset.draws=published follows."
-
-
-class Graphs(str, Enum):
-    """Which drawn instances dataset=nexttoken keeps; the others are redrawn."""
-
-    cyclic = "cyclic"  # some token-priority graph has a cycle (published)
-    acyclic = "acyclic"  # no graph has a cycle (no equalities, no finite part)
-    any = "any"  # keep every draw
 
 
 class Attention(str, Enum):
@@ -75,7 +35,7 @@ class Init(str, Enum):
     zeros = "zeros"
     normal = "normal"  # init_scale * N(0, 1)
     cone = "cone"  # c * W^mm_alpha / ||W^mm_alpha|| + noise, alpha locally optimal, not global
-    published = "published"  # dataset=maxmargin: seed s starts from the example's s-th init
+    published = "published"  # seed s starts from the data set's s-th published start (its INITS)
 
 
 class Optimizer(str, Enum):

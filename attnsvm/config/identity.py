@@ -14,7 +14,9 @@ import json
 from enum import Enum
 
 from attnsvm.config.resolve import resolve, train_engine
+from attnsvm.data.sets import hash_neutral_defaults
 from attnsvm.experiments import builtin_names, entry, group_of, hash_neutral
+from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 
 NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval")
 
@@ -40,26 +42,9 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 
 # Keys added after results were first written: at these defaults they change no number, so
-# they stay out of the hash and earlier sweeps keep their identities (resume, skip).
+# they stay out of the hash and earlier sweeps keep their identities (resume, skip). Each data
+# set's own keys are so too (``hash_neutral_defaults`` of attnsvm/data/sets/).
 HASH_NEUTRAL_DEFAULTS = {
-    "dataset": {
-        "path": None,
-        "sha256": None,
-        "target": None,
-        "kwargs": {},
-        "K": None,
-        "embedding": "random",
-        "rho": 0.5,
-        "draws": "per_seed",
-        "notebook": "global",
-        "graphs": "cyclic",
-        "ids": None,
-        "labels": None,
-        "example": None,
-        "classes": [0, 1],
-        "patch": 4,
-        "positions": False,
-    },
     "parameterization": {"key_query": None},
     "head": {"kwargs": {}, "train": False},
     "optimizer": {
@@ -69,7 +54,7 @@ HASH_NEUTRAL_DEFAULTS = {
         "betas": [0.9, 0.999],
         "gradient": "exact",
     },
-    "solver": {"norms": ["fro", "nuc"]},
+    "solver": {"norms": list(DEFAULT_NORMS)},
     "metrics": {"window": 0.5, "gap_shrink": 0.1},
     "": {"loss": "logistic"},  # run-level keys
 }
@@ -84,7 +69,7 @@ def config_hash(cfg) -> str:
     d = plain(cfg)
     for k in NON_RESULT_KEYS:
         d.pop(k, None)
-    for group, defaults in HASH_NEUTRAL_DEFAULTS.items():
+    for group, defaults in {**HASH_NEUTRAL_DEFAULTS, "dataset": hash_neutral_defaults()}.items():
         for k, default in defaults.items():
             where = d if group == "" else d.get(group)
             if where is not None and where.get(k, default) == default:

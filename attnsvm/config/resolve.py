@@ -1,40 +1,38 @@
 """Resolution: a checked config becomes the run that executes, a copy; the input is untouched.
 
 What needs an implementation is decided here, not in the schema: the shape of a data file or a
-published example (the data module named in attnsvm/data/__init__.py), plug-ins imported and
+published example (the data set's entry in attnsvm/data/sets/), plug-ins imported and
 checked, the experiment's own config group and rules (its registry entry in
 attnsvm/experiments/), the SVM norms a parameterization is measured against, and the engine
 that trains. The job identity is the hash of this resolved run (attnsvm/config/identity.py).
 
     run = resolve(RunConfig(parameterization=ParameterizationConfig(kind="kq")))
-    run.solver.norms    # ['fro', 'nuc']: (K,Q) is measured against the nuclear SVM
+    run.solver.norms    # the default set, and the SVM (K,Q) is measured against
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib
 from enum import Enum
 
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Engine, Head, Optimizer, Parameterization
 from attnsvm.config.plugins import load_object
 from attnsvm.config.rules import RULES, check_reads
-from attnsvm.config.schema import NORMS, DatasetConfig, RunConfig, lp_exponent
+from attnsvm.config.schema import DatasetBase, RunConfig
 from attnsvm.experiments import entry, group_of, with_groups
 
 RESOLVED = "_attnsvm_resolved"  # set on a resolved run (not a field: never in its hash)
 
 
-def resolve_dataset(ds: DatasetConfig) -> DatasetConfig:
-    """The data set with n, T, d (and a file's digest) taken from the data, checked again."""
-    from attnsvm.data import RESOLVERS
+def resolve_dataset(ds: DatasetBase) -> DatasetBase:
+    """The data set with n, T, d (and a file's digest) taken from the data, checked again
+    (the data set's ``RESOLVE``: attnsvm/data/sets/)."""
+    from attnsvm.data import sets
 
-    path = RESOLVERS.get(ds.generator.value)
-    if path is None:
-        return ds
-    filled = importlib.import_module(path).resolve_dataset(ds)
+    fill = sets.hook(ds.generator.value, "RESOLVE")
+    filled = None if fill is None else fill(ds)
     return dataclasses.replace(ds, **filled) if filled else ds
 
 
@@ -54,14 +52,19 @@ def _plugin(value, builtin: type[Enum], key: str):
 
 
 def _norms(names: list[str], kind: Parameterization) -> list[str]:
-    """Plug-in norms checked; (K,Q) always measured against the nuclear SVM too."""
-    builtin = Enum("SVMNorm", {n: n for n in (*NORMS, "l<p>")}, type=str)
+    """The SVMs a job solves (attnsvm/svm/norm_names.py: its order and default set), plug-ins
+    checked, and always the one the parameterization is measured against."""
+    from attnsvm.svm.norm_names import BUILTIN, is_builtin, norm_names
+    from attnsvm.train.parameterizations import svm_norm
+
+    names = norm_names(names)
+    builtin = Enum("SVMNorm", {n: n for n in (*BUILTIN, "l<p>")}, type=str)
     for name in names:
-        if name not in NORMS and lp_exponent(name) is None:
+        if not is_builtin(name):
             _plugin(name, builtin, "solver.norms")
-    if kind == Parameterization.kq and "nuc" not in names:
-        return [names[0], "nuc", *names[1:]]
-    return list(names)
+    if svm_norm(kind) not in names:
+        return [names[0], svm_norm(kind), *names[1:]]
+    return names
 
 
 def resolve(run: RunConfig) -> RunConfig:

@@ -7,12 +7,11 @@ Each rule takes the run being resolved and raises a ConfigError naming the key a
 
 from __future__ import annotations
 
-from attnsvm.config.checks import ConfigError, plain_name, require
+from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import (
     W_ONLY_OPTIMIZERS,
     Attention,
     Device,
-    Generator,
     Head,
     Init,
     Parameterization,
@@ -32,25 +31,26 @@ def w_only_optimizers(run) -> None:
 
 
 def relu_head_needs_values(run) -> None:
-    """head=relu reads the value matrix V, which only some data sets give."""
-    from attnsvm.data.userdata import read_file
+    """head=relu reads the value matrix V, which only some data sets give (their ``VALUES``)."""
+    from attnsvm.data import sets
 
-    with_v = [Generator.relu, Generator.callable]
-    if run.dataset.generator == Generator.file:
-        arrays, _, (R, *_) = read_file(run.dataset.path)
-        require(
-            run.seed + run.seeds <= R,
-            "seed/seeds",
-            f"seed + seeds <= {R}, the instances in dataset.path={run.dataset.path}",
-            (run.seed, run.seeds),
-        )
-        with_v += [Generator.file] * ("V" in arrays)
-    if run.head.kind == Head.relu and run.dataset.generator not in with_v:
+    if run.head.kind == Head.relu and not sets.gives_values(run):
+        name = run.dataset.generator.value
+        givers = ", ".join(sets.with_values())
         raise ConfigError(
-            f"head=relu needs dataset=relu (dataset.generator=relu draws the head's value "
-            f"matrix V; a file or callable may give V); got dataset.generator="
-            f"{run.dataset.generator.value}: set dataset=relu, or choose head=linear"
+            f"head=relu needs dataset in {givers} (a data set that gives the head's value "
+            f"matrix V; a file only when it holds V); got dataset.generator={name}: choose one "
+            f"of those, or head=linear"
         )
+
+
+def dataset_rules(run) -> None:
+    """The data set's own rules across groups (``check_run`` of attnsvm/data/sets/<name>)."""
+    from attnsvm.data import sets
+
+    check = getattr(sets.entry(run.dataset.generator.value), "check_run", None)
+    if check is not None:
+        check(run)
 
 
 def p_model(run) -> None:
@@ -79,34 +79,20 @@ def p_model(run) -> None:
         )
 
 
-def published_examples(run) -> None:
-    """The published max-margin examples: the p-model, their inits, their number of starts."""
-    kind, ds = run.parameterization.kind, run.dataset
+def published_starts(run) -> None:
+    """parameterization.init=published starts from a data set's published starts of p."""
+    from attnsvm.data import sets
+
+    kind, name = run.parameterization.kind, run.dataset.generator.value
     if run.parameterization.init == Init.published and (
-        ds.generator != Generator.maxmargin or kind != Parameterization.p
+        name not in sets.with_inits() or kind != Parameterization.p
     ):
         raise ConfigError(
-            "parameterization.init=published starts from the inits of the published "
-            "examples: it needs dataset=maxmargin and parameterization=p; got "
-            f"dataset.generator={ds.generator.value}, parameterization={kind.value}"
+            "parameterization.init=published starts from the published starts of p: it needs "
+            f"{' or '.join(f'dataset={n}' for n in sets.with_inits())} and "
+            f"parameterization=p; got "
+            f"dataset.generator={name}, parameterization={kind.value}"
         )
-    if ds.generator != Generator.maxmargin:
-        return
-    from attnsvm.data.maxmargin import EXAMPLES
-
-    if kind != Parameterization.p:
-        raise ConfigError(
-            f"dataset=maxmargin holds the examples of the p-model: it needs "
-            f"parameterization=p; got parameterization={kind.value}"
-        )
-    count = len(EXAMPLES[ds.example].seeds)
-    require(
-        run.seed + run.seeds <= count,
-        "seed/seeds",
-        f"seed + seeds <= {count}, the published inits of dataset.example={ds.example}"
-        f" (seeds={count - run.seed})",
-        (run.seed, run.seeds),
-    )
 
 
 def cuda_available(run) -> None:
@@ -123,7 +109,14 @@ def cuda_available(run) -> None:
         )
 
 
-RULES = (w_only_optimizers, p_model, published_examples, relu_head_needs_values, cuda_available)
+RULES = (
+    w_only_optimizers,
+    p_model,
+    published_starts,
+    dataset_rules,
+    relu_head_needs_values,
+    cuda_available,
+)
 
 
 def _value(run, key: str):

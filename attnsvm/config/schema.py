@@ -11,12 +11,10 @@ returns a resolved copy and never mutates what it was given.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from attnsvm.config.checks import (
-    ConfigError,
     builtin_or_path,
     check_finite,
     check_seed_range,
@@ -28,18 +26,13 @@ from attnsvm.config.enums import (
     Attention,
     Backend,
     Device,
-    Draws,
     DType,
-    Embedding,
     Engine,
     FroMethod,
-    Generator,
     Gradient,
-    Graphs,
     Head,
     Init,
     Loss,
-    Notebook,
     Optimizer,
     Parameterization,
 )
@@ -47,56 +40,24 @@ from attnsvm.config.enums import (
 CONF_MODULE = "attnsvm.conf"  # the config groups Hydra composes (the repository's conf/)
 
 
-PATHS_T = (3, 5)  # the sequence lengths of the published path pictures (data.PATHS_LAYOUTS)
-SHAPE_FROM_DATA = (Generator.file, Generator.digits, Generator.maxmargin)  # n, T, d may be null
-
-
 @dataclass
-class DatasetConfig:
-    generator: Generator = Generator.random
-    n: int | None = 6  # dataset=file: null = from the file
+class DatasetBase:
+    """The keys every data set has. Each data set (attnsvm/data/sets/) adds its own keys and
+    checks; ``DatasetConfig`` (exported by attnsvm.config) is this class with all of them."""
+
+    generator: str = ""  # the data set's name (DatasetConfig: an enum of attnsvm/data/sets/)
+    n: int | None = 6  # null where the data set takes it from the data
     T: int | None = 8
     d: int | None = 10
     attention: Attention = Attention.cross
     query_index: int = 0  # self-attention: z_i = x_{i, query_index}
     causal: bool = False  # sequential attention: query k attends to tokens t <= k only
-    path: str | None = None  # dataset=file: the .npz (attnsvm/data/userdata.py)
-    sha256: str | None = None  # dataset=file: the file's digest (filled in; set it to pin)
-    target: str | None = None  # dataset=callable: "module.function"
-    kwargs: dict[str, Any] = field(default_factory=dict)  # dataset=callable: its arguments
-    K: int | None = None  # dataset=nexttoken: vocabulary size
-    embedding: Embedding = Embedding.random  # dataset=nexttoken: vocabulary embeddings
-    rho: float = 0.5  # dataset=nexttoken, embedding=equicorr: pairwise correlation
-    draws: Draws = Draws.per_seed  # dataset=nexttoken: per-seed generators or the published one
-    notebook: Notebook = Notebook["global"]  # dataset=nexttoken, draws=published: whose stream
-    graphs: Graphs = Graphs.cyclic  # dataset=nexttoken: instances kept (the others redrawn)
-    ids: list[list[int]] | None = None  # dataset=nexttoken: your sequences (n, T), or drawn
-    labels: list[int] | None = None  # dataset=nexttoken: your labels (n,), with dataset.ids
-    example: str | None = None  # dataset=maxmargin: which published example (maxmargin.py)
-    classes: list[int] = field(default_factory=lambda: [0, 1])  # dataset=digits: Y = +1, -1
-    patch: int = 4  # dataset=digits: patch side (2 or 4): T = (8 / patch)^2 tokens
-    positions: bool = False  # dataset=digits: append the patch centre (row, col) to each token
 
     def __post_init__(self) -> None:
         coerce_enums(self, "dataset")
-        if self.generator != Generator.maxmargin and self.example is not None:
-            raise ConfigError(
-                f"dataset.example is read by dataset=maxmargin only; got dataset.generator="
-                f"{self.generator.value}: set dataset=maxmargin"
-            )
-        if self.generator == Generator.callable:
-            require(bool(self.target), "dataset.target", "'module.function' names", self.target)
-        if self.generator == Generator.file:
-            require(bool(self.path), "dataset.path", "the path of an .npz file", self.path)
         for key, low in (("n", 1), ("T", 2), ("d", 1)):
             value = getattr(self, key)
-            if value is None and self.generator in SHAPE_FROM_DATA:
-                continue  # taken from the data at resolution (attnsvm/config/resolve.py)
-            require(
-                value is not None and value >= low, f"dataset.{key}", f"integers >= {low}", value
-            )
-        if self.generator == Generator.nexttoken:
-            self._check_nexttoken()
+            require(value is None or value >= low, f"dataset.{key}", f"integers >= {low}", value)
         if self.T is not None:
             require(
                 -self.T <= self.query_index < self.T,
@@ -104,84 +65,6 @@ class DatasetConfig:
                 f"integers in [-T, T) = [{-self.T}, {self.T})",
                 self.query_index,
             )
-        self._check_fixed_shapes()
-        others = {"path": Generator.file, "target": Generator.callable}
-        for key, generator in others.items():
-            if getattr(self, key) is not None and self.generator != generator:
-                raise ConfigError(
-                    f"dataset.{key} is read by dataset={generator.value} only; got "
-                    f"dataset.generator={self.generator.value}: set dataset={generator.value}"
-                )
-
-    def _check_fixed_shapes(self) -> None:
-        """The published pictures' generators draw one shape; orthonormal tokens need T <= d."""
-        shape = f"got dataset.n={self.n}, dataset.T={self.T}, dataset.d={self.d}"
-        if self.generator == Generator.paths and not (
-            self.n == 2 and self.d == 2 and self.T in PATHS_T
-        ):
-            raise ConfigError(
-                f"dataset.generator=paths draws the published 2-D pictures: it needs "
-                f"dataset.n=2, dataset.d=2 and dataset.T in {list(PATHS_T)}; {shape}"
-            )
-        if self.generator == Generator.joint2d and (self.n, self.T, self.d) != (2, 3, 2):
-            raise ConfigError(
-                f"dataset.generator=joint2d is the published 2-D example: it needs "
-                f"dataset.n=2, dataset.T=3, dataset.d=2; {shape}"
-            )
-        if self.generator == Generator.orthonormal and self.T > self.d:
-            raise ConfigError(
-                f"dataset.generator=orthonormal needs dataset.T <= dataset.d (T orthonormal "
-                f"tokens in R^d); {shape}: raise dataset.d or lower dataset.T"
-            )
-
-    def _check_nexttoken(self) -> None:
-        """Vocabulary, sequence length and your own sequences checked against each other."""
-        K, T, d = self.K, self.T, self.d
-        require(K is not None and K >= 2, "dataset.K", "integers >= 2 (a vocabulary)", K)
-        if T is not None and T > K:
-            raise ConfigError(
-                f"dataset.T={T} > dataset.K={K}: a sequence holds T distinct ids, drawn without "
-                f"replacement from the vocabulary; set dataset.T <= {K} or raise dataset.K"
-            )
-        need = {Embedding.orthonormal: K, Embedding.equicorr: K + 1}.get(self.embedding, 0)
-        if d is not None and d < need:
-            raise ConfigError(
-                f"dataset.embedding={self.embedding.value} needs dataset.d >= {need} "
-                f"(orthonormal directions in R^d); got dataset.d={d}, dataset.K={K}"
-            )
-        require(0 <= self.rho < 1, "dataset.rho", "floats in [0, 1)", self.rho)
-        if (self.ids is None) != (self.labels is None):
-            raise ConfigError("dataset.ids and dataset.labels go together: set both or neither")
-        if self.ids is not None:
-            self._check_sequences()
-
-    def _check_sequences(self) -> None:
-        n, T, K = self.n, self.T, self.K
-        ids, labels = [list(r) for r in self.ids], list(self.labels)
-        shape = f"{len(ids)} sequences of lengths {sorted({len(r) for r in ids})}"
-        require(
-            len(ids) == n and all(len(r) == T for r in ids),
-            "dataset.ids",
-            f"dataset.n={n} lists of dataset.T={T} ids ({shape})",
-            self.ids,
-        )
-        require(len(labels) == n, "dataset.labels", f"a list of dataset.n={n} ids", labels)
-        flat = [j for r in ids for j in r]
-        require(all(0 <= j < K for j in flat), "dataset.ids", f"ids in [0, {K})", self.ids)
-        require(all(len(set(r)) == T for r in ids), "dataset.ids", "distinct ids per sequence", ids)
-        bad = [y for y in labels if not 0 <= y < K]
-        if bad:
-            raise ConfigError(
-                f"dataset.labels={labels} is invalid: labels {bad} lie outside the vocabulary; "
-                f"accepted values are ids in [0, dataset.K={K})"
-            )
-        outside = [i for i, (y, r) in enumerate(zip(labels, ids, strict=True)) if y not in r]
-        require(
-            not outside,
-            "dataset.labels",
-            f"each label an id of its sequence (sequences {outside} lack theirs)",
-            labels,
-        )
 
 
 @dataclass
@@ -263,31 +146,6 @@ class OptimizerConfig:
         check_finite(self, "optimizer", ("lr", "eps"))
 
 
-# built-in SVM norms (attnsvm/svm/norms.py), besides the entrywise lp norms "l<p>"; the Frobenius
-# SVM is always solved (it decides feasibility)
-NORMS = ("fro", "nuc", "max", "spectral")
-LP_NORM = re.compile(r"l(?P<p>\d+(\.\d+)?)")  # entrywise lp norm, p >= 1: l1, l1.75, l3
-
-
-def lp_exponent(name: str) -> float | None:
-    """p of an entrywise lp norm's name ("l1.75" -> 1.75), None for any other norm."""
-    match = LP_NORM.fullmatch(str(name))
-    return float(match["p"]) if match else None
-
-
-def norm_names(names, key: str = "solver.norms") -> list[str]:
-    """Built-in names or plug-in paths, without repeats, "fro" first (the feasibility oracle);
-    a plug-in path is imported and checked at resolution."""
-    out = ["fro"]
-    for name in map(str, names):
-        p = lp_exponent(name)
-        if p is not None:
-            require(p >= 1, key, "l<p> with p >= 1 (l1, l1.75, l3)", name)
-        if name not in out:
-            out.append(name)
-    return out
-
-
 @dataclass
 class SolverConfig:
     backend: Backend = Backend.IPM  # nuclear-norm SDP
@@ -297,11 +155,11 @@ class SolverConfig:
     rank_rtol: float = 1e-6  # rank = #{sigma > rank_rtol * sigma_max}
     support_tol: float = 1e-6  # constraint active if margin <= 1 + support_tol
     feas_tol: float = 1e-6  # a solution must satisfy every margin >= 1 - feas_tol
-    norms: list[str] = field(default_factory=lambda: ["fro", "nuc"])  # SVMs solved per seed
+    norms: list[str] = field(default_factory=list)  # SVMs solved per seed (svm/norm_names.py)
 
     def __post_init__(self) -> None:
         coerce_enums(self, "solver")
-        self.norms = norm_names(self.norms)
+        self.norms = [str(n) for n in self.norms]
         for key in ("tol", "rank_rtol", "support_tol", "feas_tol"):
             value = getattr(self, key)
             require(0 < value < 1, f"solver.{key}", "floats in (0, 1)", value)
@@ -347,7 +205,7 @@ class RunConfig:
     """One job: the core groups and run-level keys. Each experiment adds its own group (its
     package's ``Config``) to the ``RunConfig`` that ``attnsvm.config`` exports."""
 
-    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    dataset: DatasetBase = field(default_factory=DatasetBase)
     parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     solver: SolverConfig = field(default_factory=SolverConfig)

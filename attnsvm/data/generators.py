@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
-from attnsvm.config.enums import Attention, Generator
-from attnsvm.config.schema import PATHS_T, DatasetConfig
-from attnsvm.data.digits import digits_instances
-from attnsvm.data.maxmargin import maxmargin_instances
-from attnsvm.data.userdata import callable_instances, file_instances
+from attnsvm.config.enums import Attention
+from attnsvm.config.schema import DatasetBase as DatasetConfig
+from attnsvm.data import sets
+from attnsvm.data.sets.paths import PATHS_T
 from attnsvm.train.batchops import dot_last, matmul, sum_last
 
 
@@ -144,7 +143,7 @@ def orthonormal_instances(cfg: DatasetConfig, seeds: list[int]):
 # T -> (generator seed of the published picture, token noise std); the paths sweep
 # (docs/math.md#global-convergence)
 PATHS_LAYOUTS = {3: (1, 0.3), 5: (3, 0.5)}
-assert tuple(PATHS_LAYOUTS) == PATHS_T  # DatasetConfig validates T against PATHS_T
+assert tuple(PATHS_LAYOUTS) == PATHS_T  # the data set's check validates T against PATHS_T
 
 
 def paths_instance(seed: int, T: int) -> tuple[torch.Tensor, ...]:
@@ -192,28 +191,9 @@ def joint2d_instances(cfg: DatasetConfig, seeds: list[int]):
     return tuple(torch.stack([t] * len(seeds)) for t in draw)
 
 
-# generator -> function(cfg, seeds) returning (X, Y, Z, v[, V]) before query selection
-GENERATORS = {
-    Generator.random: random_instances,
-    Generator.relu: relu_instances,
-    Generator.orthonormal: orthonormal_instances,
-    Generator.paths: paths_instances,
-    Generator.file: file_instances,
-    Generator.callable: callable_instances,
-    Generator.joint2d: joint2d_instances,
-    Generator.maxmargin: maxmargin_instances,  # (X, Y, Z, v, p(0)): p(0) is no V
-    Generator.digits: digits_instances,
-}
-
-
-def accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
-    """The first ``count`` seeds from ``first`` on that the generator accepts.
-
-    The ReLU-head generator skips instances whose labels are all +1 (the published notebook
-    draws further seeds until enough are accepted); every other generator accepts every seed.
-    """
-    if cfg.generator != Generator.relu:
-        return list(range(first, first + count))
+def relu_accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
+    """The ReLU-head generator skips instances whose labels are all +1 (the published notebook
+    draws further seeds until enough are accepted)."""
     seeds, seed = [], first
     while len(seeds) < count:
         if bool((relu_instance(seed, cfg.n, cfg.T, cfg.d)[1] < 0).any()):
@@ -222,21 +202,26 @@ def accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
     return seeds
 
 
+def accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
+    """The first ``count`` seeds from ``first`` on that the data set accepts (its
+    ``ACCEPTED_SEEDS``; every seed where it declares none)."""
+    accept = sets.hook(cfg.generator.value, "ACCEPTED_SEEDS")
+    return list(range(first, first + count)) if accept is None else accept(cfg, first, count)
+
+
 def make_instances(
     cfg: DatasetConfig,
     seeds: list[int],
     dtype: torch.dtype = torch.float64,
     device: str | torch.device = "cpu",
 ) -> Instances:
-    """Draw the instances of ``seeds`` with the configured generator and stack them."""
-    if cfg.generator not in GENERATORS:
-        raise NotImplementedError(
-            f"dataset.generator={cfg.generator.value!r} has no implementation"
-        )
-    draw, p0 = GENERATORS[cfg.generator](cfg, seeds), None
-    if cfg.generator == Generator.maxmargin:
-        *draw, p0 = draw
-    X, Y, Z, v, *V = (t.to(dtype) for t in draw)
+    """Draw the instances of ``seeds`` with the configured data set and stack them."""
+    name = cfg.generator.value
+    draw = sets.hook(name, "INSTANCES")
+    if draw is None:
+        raise NotImplementedError(f"dataset={name} is drawn by its own experiment only")
+    X, Y, Z, v, *rest = (t.to(dtype) for t in draw(cfg, seeds))
+    extra = dict(zip(getattr(sets.entry(name), "EXTRA", ("V",)), rest, strict=False))
     mask = None
     if cfg.attention == Attention.sequential:  # every token a query: (i, k) rows, n -> n T
         from attnsvm.svm.masked import flatten_queries
@@ -244,9 +229,9 @@ def make_instances(
         X, Z, Y, mask = flatten_queries(X, Y, cfg.causal)
     else:
         Z = queries(X, Z, cfg.attention, cfg.query_index)
-    inst = finish_instances(seeds, X, Y, Z, v, device, V=V[0] if V else None, mask=mask)
-    if p0 is not None:
-        inst.p0 = p0.to(dtype=dtype, device=device)
+    inst = finish_instances(seeds, X, Y, Z, v, device, V=extra.pop("V", None), mask=mask)
+    for key, tensor in extra.items():  # e.g. p0, the published starts
+        setattr(inst, key, tensor.to(device=device))
     return inst
 
 

@@ -27,8 +27,9 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from attnsvm.config.enums import Embedding, Graphs
-from attnsvm.config.schema import DatasetConfig
+from attnsvm.config.schema import DatasetBase as DatasetConfig
+from attnsvm.data.sets import dataset_class
+from attnsvm.data.sets.nexttoken import Embedding, Graphs
 from attnsvm.svm.graph import is_cyclic, scc_table
 
 PUBLISHED_SEED = 1  # torch.manual_seed(1) in both notebooks
@@ -113,7 +114,7 @@ def _published_stream(frozen: tuple, count: int) -> tuple:
     plain = dict(frozen)
     if plain["ids"] is not None:
         plain["ids"], plain["labels"] = [list(q) for q in plain["ids"]], list(plain["labels"])
-    cfg = DatasetConfig(**plain)
+    cfg = dataset_class()(**plain)
     g = torch.Generator().manual_seed(PUBLISHED_SEED)
     return tuple(draw_instance(cfg, g) for _ in range(count))
 

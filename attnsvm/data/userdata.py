@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnsvm.config.checks import ConfigError, fill_shape
+from attnsvm.config.checks import ConfigError, fill_shape, require
 from attnsvm.config.input_checks import (
     check_callable_target,
     check_data_file,
@@ -148,17 +148,35 @@ def _tensors(arrays: dict, query_index: int):
     return (X, t["Y"], Z, v, t["V"]) if "V" in t else (X, t["Y"], Z, v)
 
 
-def resolve_dataset(ds) -> dict:
-    """file: n, T, d from the file (null) or checked against it; sha256 filled in or checked.
-    callable: the target imported and its signature checked."""
-    if ds.generator.value == "callable":
-        check_callable_target(ds.target, ds.kwargs, ds.n, ds.T, ds.d)
-        return {}
+def resolve_callable(ds) -> dict:
+    """The target imported and its signature checked (nothing to fill in)."""
+    check_callable_target(ds.target, ds.kwargs, ds.n, ds.T, ds.d)
+    return {}
+
+
+def resolve_file(ds) -> dict:
+    """n, T, d from the file (null) or checked against it; sha256 filled in or checked."""
     _, digest, (_, *shape) = read_file(ds.path)
     out = fill_shape(ds, dict(zip(("n", "T", "d"), shape, strict=True)), f"dataset.path={ds.path}")
     if ds.sha256 not in (None, digest):
         raise ConfigError(f"dataset.sha256={ds.sha256} pins another file: {ds.path} has {digest}")
     return {**out, "sha256": digest}
+
+
+def check_instances_held(run) -> None:
+    """The file holds an instance for every seed of the run."""
+    _, _, (R, *_) = read_file(run.dataset.path)
+    require(
+        run.seed + run.seeds <= R,
+        "seed/seeds",
+        f"seed + seeds <= {R}, the instances in dataset.path={run.dataset.path}",
+        (run.seed, run.seeds),
+    )
+
+
+def file_gives_values(run) -> bool:
+    """A file gives head=relu its value matrix when it holds V."""
+    return "V" in read_file(run.dataset.path)[0]
 
 
 def check_callable_output(run) -> None:

@@ -36,6 +36,8 @@ from functools import cache
 from types import ModuleType
 
 from attnsvm.config.checks import ConfigError
+from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
+from attnsvm.svm.norm_names import FEASIBILITY
 
 PROTOCOL = ("run_job", "summary_text")
 # options of the core groups that only some experiments read: a non-default value elsewhere is
@@ -44,7 +46,7 @@ OPTIONAL_READS = {  # key -> the values that mean "not used"
     "head.train": (False,),
     "optimizer.gradient": ("exact",),
     "loss": ("logistic",),
-    "solver.norms": (["fro"], ["fro", "nuc"]),
+    "solver.norms": ([FEASIBILITY], list(DEFAULT_NORMS)),  # the oracle alone, the default
     "parameterization.p": (False,),  # the p-model (parameterization=p)
 }
 
@@ -129,8 +131,11 @@ def run_config_class() -> type:
     experiment's config group as a field, so ``RunConfig(regpath=RegpathConfig(points=5))``
     and ``regpath.points=5`` both work."""
     from attnsvm.config.schema import RunConfig as CoreRunConfig
+    from attnsvm.data.sets import dataset_class
 
-    groups = [(g, c, dataclasses.field(default_factory=c)) for g, c in config_groups().items()]
+    data = dataset_class()  # the core's dataset keys with every data set's own
+    groups = [("dataset", data, dataclasses.field(default_factory=data))]
+    groups += [(g, c, dataclasses.field(default_factory=c)) for g, c in config_groups().items()]
     return dataclasses.make_dataclass(
         "RunConfig",
         groups,
@@ -140,9 +145,17 @@ def run_config_class() -> type:
 
 
 def with_groups(run):
-    """``run`` as a ``run_config_class()`` instance (every experiment's group at its default
-    where ``run`` has none)."""
-    cls = run_config_class()
-    if isinstance(run, cls):
+    """``run`` as a ``run_config_class()`` instance: every experiment's group at its default
+    where ``run`` has none, and the core's ``DatasetBase`` as the full ``DatasetConfig``."""
+    from attnsvm.data.sets import dataset_class
+
+    cls, data = run_config_class(), dataset_class()
+    if isinstance(run, cls) and isinstance(run.dataset, data):
         return run
-    return cls(**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)})
+    values = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
+    if not isinstance(values["dataset"], data):
+        base = values["dataset"]
+        values["dataset"] = data(
+            **{f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+        )
+    return cls(**values)

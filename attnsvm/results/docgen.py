@@ -85,11 +85,12 @@ def _value(node: ast.AST, env: dict):
         return None
 
 
-def accepted_texts(cls: type, group: str) -> dict[str, str]:
-    """key -> what its check in ``__post_init__`` accepts: the string argument that follows
-    the key's name (``require(ok, "solver.tol", "floats in (0, 1)", value)``)."""
+def accepted_texts(cls: type, group: str, source: str | None = None) -> dict[str, str]:
+    """key -> what its check accepts: the string argument that follows the key's name
+    (``require(ok, "solver.tol", "floats in (0, 1)", value)``) in ``cls``'s source, or in
+    ``source`` (a data set's module, whose ``check`` holds its keys' checks)."""
     keys = {f.name for f in dataclasses.fields(cls)}
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    tree = ast.parse(textwrap.dedent(source or inspect.getsource(cls)))
     out: dict[str, list[str]] = {}
     for call, env in _loops(tree, {}):
         args = [_value(a, env) for a in call.args]
@@ -117,10 +118,20 @@ def _default(f: dataclasses.Field) -> str:
     return f"`{value if isinstance(value, str) else json.dumps(value)}`"
 
 
-def key_table(cls: type, group: str, extra: dict[str, str] | None = None) -> list[str]:
-    """One row per key of ``cls`` (nested groups left out): key, default, accepted, meaning."""
-    hints, notes = typing.get_type_hints(cls), field_notes(cls)
-    checks = {**accepted_texts(cls, group), **(extra or {})}
+def key_table(
+    cls: type,
+    group: str,
+    extra: dict[str, str] | None = None,
+    made: type | None = None,
+    source: str | None = None,
+) -> list[str]:
+    """One row per key of ``cls`` (nested groups left out): key, default, accepted, meaning.
+    ``made``: the class made from ``cls`` whose defaults and types users get (DatasetConfig
+    from DatasetBase); ``source``: where the keys' checks are written (default: ``cls``)."""
+    made = made or cls
+    hints, notes = typing.get_type_hints(made), field_notes(cls)
+    checks = {**accepted_texts(cls, group, source), **(extra or {})}
+    defaults = {f.name: f for f in dataclasses.fields(made)}
     rows = ["| key | default | accepted | meaning |", "|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         if dataclasses.is_dataclass(hints[f.name]):
@@ -129,7 +140,8 @@ def key_table(cls: type, group: str, extra: dict[str, str] | None = None) -> lis
         accepted = "; ".join(s for s in said if s) or f"`{f.type}`"
         key = f"{group}.{f.name}" if group else f.name
         rows.append(
-            f"| `{key}` | {_default(f)} | {_cell(accepted)} | {_cell(notes.get(f.name, ''))} |"
+            f"| `{key}` | {_default(defaults[f.name])} | {_cell(accepted)} | "
+            f"{_cell(notes.get(f.name, ''))} |"
         )
     return rows
 
@@ -162,14 +174,30 @@ def group_options(group: str) -> list[str]:
     return out
 
 
+def norm_choices() -> str:
+    """What ``solver.norms`` accepts, from the norms' registry (attnsvm/svm/norm_names.py)."""
+    from attnsvm.svm.norm_names import BUILTIN, DEFAULT
+
+    names = ", ".join(f"`{n}`" for n in BUILTIN)
+    return f"{names}, `l<p>` (p >= 1), or your `module.function`; empty: {', '.join(DEFAULT)}"
+
+
 def config_reference() -> str:
     """The markdown between the ``config-reference`` markers of docs/configuration.md."""
     from attnsvm.config.compose import CORE_GROUPS
+    from attnsvm.data import sets
 
     lines = []
+    made = {"dataset": sets.dataset_class()}
+    said = {"solver": {"norms": norm_choices()}}
     for group, cls in CORE_GROUPS.items():
         lines += [f"### `{group}`", "", "Options:", "", *group_options(group), ""]
-        lines += [*key_table(cls, group), ""]
+        lines += [*key_table(cls, group, said.get(group), made=made.get(group)), ""]
+    for name in sorted(sets.names()):
+        module = sets.entry(name)
+        if getattr(module, "Config", None) is not None:
+            lines += [f"### `dataset` keys read by `dataset={name}`", ""]
+            lines += [*key_table(module.Config, "dataset", source=inspect.getsource(module)), ""]
     for name in sorted(builtin_names()):
         group = group_of(entry(name))
         if group is not None:

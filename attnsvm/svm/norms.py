@@ -25,9 +25,11 @@ import numpy as np
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.enums import Backend
 from attnsvm.config.plugins import load_object
-from attnsvm.config.schema import SolverConfig, lp_exponent
+from attnsvm.config.schema import SolverConfig
 from attnsvm.svm import cvx
 from attnsvm.svm import solve as svm
+from attnsvm.svm.norm_names import BUILTIN as NAMES
+from attnsvm.svm.norm_names import lp_exponent, norm_names
 
 
 def column(name: str) -> str:
@@ -143,6 +145,7 @@ def _timed(solve, *args) -> svm.SVMSolution:
 
 
 BUILTIN = {norm.name: norm for norm in (Frobenius, Nuclear, Spectral)}
+assert set(NAMES) == {*BUILTIN, "max"}, "norm_names.BUILTIN lists the norms made here"
 
 
 def make_norm(name: str, cfg: SolverConfig):
@@ -168,8 +171,9 @@ def make_norm(name: str, cfg: SolverConfig):
 
 
 def make_norms(cfg: SolverConfig) -> list:
-    """The configured norms, Frobenius first (config.SolverConfig puts it there)."""
-    made = [make_norm(name, cfg) for name in cfg.norms]
+    """The configured norms, Frobenius first (norm_names puts it there; an empty list is the
+    default set)."""
+    made = [make_norm(name, cfg) for name in norm_names(cfg.norms)]
     names = [column(norm.name) for norm in made]
     if len(set(names)) < len(names):
         raise ConfigError(f"solver.norms={cfg.norms}: two norms share a column name: {names}")

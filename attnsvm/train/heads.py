@@ -46,7 +46,7 @@ class ReLUHead:
 
     def __init__(self, inst: Instances):
         if inst.V is None:
-            raise ValueError("head.kind=relu needs a value matrix V: use dataset.generator=relu")
+            raise ValueError("head.kind=relu needs a value matrix V: a data set that gives one")
         self.P = matmul(inst.X, inst.V.unsqueeze(1))  # (R, n, T, d) rows (V^T x_it)^T
 
     def output(self, s: torch.Tensor) -> torch.Tensor:

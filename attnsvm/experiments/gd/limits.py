@@ -20,6 +20,8 @@ from attnsvm import metrics
 from attnsvm.config.enums import Optimizer, Parameterization
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
+from attnsvm.svm.norm_names import FEASIBILITY
+from attnsvm.train.parameterizations import svm_norm
 from attnsvm.train.step_rules import limit_norm
 
 LABELS = {"fro": "W^mm", "nuc": "W^mm_*", "max": "max-norm SVM", "spectral": "spectral SVM"}
@@ -38,8 +40,9 @@ def limit_column(cfg, solved: set[str]) -> str:
     """The curve suffix of the seed's limit object (``corr_<suffix>``), among the SVMs solved."""
     if cfg.head.train:
         return "relaxed"
-    if cfg.parameterization.kind == Parameterization.kq:
-        return "nuc"
+    bias = svm_norm(cfg.parameterization.kind)
+    if bias != FEASIBILITY:  # the parameterization's own bias first ((K,Q): the nuclear SVM)
+        return norms.column(bias)
     own = norms.column(limit_norm(cfg.optimizer))
     return own if own in solved else "fro"
 

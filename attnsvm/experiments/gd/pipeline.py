@@ -17,12 +17,13 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics
-from attnsvm.config.enums import Generator, Init, Optimizer, Parameterization
+from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.identity import config_hash
 from attnsvm.config.resolve import train_engine
 from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
+from attnsvm.experiments.gd.diverged import diverged_tables
 from attnsvm.experiments.gd.limits import classify
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
@@ -30,7 +31,7 @@ from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 from attnsvm.svm.masked import masked_problem, unmask
-from attnsvm.train.divergence import diverged_tables, divergence
+from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Trajectory, train
 
@@ -358,7 +359,7 @@ def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, 
         trajs.append(tr)
         if report is not None:
             report.analysed(1)
-        if cfg.dataset.generator == Generator.paths:
+        if cfg.dataset.generator.value == "paths":  # the path pictures: their tables too
             paths, tokens = path_tables(inst, traj, r, at_opt[r])
             extra.setdefault("paths", []).append(paths)
             extra.setdefault("tokens", []).append(tokens)

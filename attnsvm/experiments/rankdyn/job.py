@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics
-from attnsvm.config.schema import DatasetConfig
+from attnsvm.config import DatasetConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.experiments.gd.pipeline import seed_status
 from attnsvm.results.contract import JobResult

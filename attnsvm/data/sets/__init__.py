@@ -1,0 +1,202 @@
+"""What ``dataset=NAME`` draws: the data sets, each a light module of this folder (its draw lives
+in a heavier module it names, imported only when it draws).
+
+The registry knows no data set by name: it finds the modules here, and those your installed
+packages declare as entry points of the group ``attnsvm.data_sets`` (``ramp = "mylab.ramp"``
+in your pyproject's ``[project.entry-points."attnsvm.data_sets"]``). Each declares
+
+    NAME = "nexttoken"               # optional (default: the module's name)
+    Config = NextTokenKeys           # optional: a dataclass of the keys only it reads; they sit
+                                     #   flat in the ``dataset`` group and, at their defaults,
+                                     #   enter no job hash (sweeps written before they existed
+                                     #   keep their identities)
+    ORDER = 3                        # optional: where its keys sit among the data sets' keys
+                                     #   (the runs table's columns): the order they joined, so
+                                     #   tables keep their columns; a new one leaves it out (last)
+    DEFAULT = True                   # exactly one: the data set of ``DatasetConfig()``
+    SHAPE_FROM_DATA = True           # optional: n, T, d may be null (taken at resolution)
+    def check(ds) -> None            # optional: its keys' values, checked at construction
+    RESOLVE = "module:function"      # optional: (ds) -> fields filled at resolution (a file's
+                                     #   shape and digest); may raise ConfigError
+    def check_run(run) -> None       # optional: rules across groups (seeds vs instances held)
+    INSTANCES = "module:function"    # (ds, seeds) -> (X, Y, Z, v, *EXTRA) stacked over seeds
+    EXTRA = ("V",)                   # optional: what follows v (default: the ReLU head's V)
+    ACCEPTED_SEEDS = "module:function"   # optional: (ds, first, count) -> the seeds it accepts
+    VALUES = True                    # optional: gives the value matrix V (head=relu), or a
+                                     #   "module:function" (run) -> bool deciding per run
+    INITS = True                     # optional: gives published starts (init=published)
+    RESOLVERS = {"name": "module:function"}  # optional: ${name:...} in sweep files
+    PREFLIGHT = "module:function"    # optional: (run) -> None, what it draws checked before a
+                                     #   job directory is written (your generator's return)
+
+``DatasetConfig`` (exported by attnsvm.config) is the core keys (attnsvm/config/schema.py:
+``DatasetBase``) plus every data set's own keys; its ``generator`` is an enum of the names
+found here, so Hydra and the errors list them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import typing
+from enum import Enum
+from functools import cache
+from importlib.metadata import entry_points
+from types import ModuleType
+
+from attnsvm.config.checks import ConfigError, require
+from attnsvm.config.schema import DatasetBase
+
+GROUP = "attnsvm.data_sets"  # entry points of installed packages: ``ramp = "mylab.ramp"``
+
+
+@cache
+def _modules() -> dict[str, ModuleType]:
+    """name -> entry: this folder's modules, then those your installed packages declare."""
+    out = {}
+    for found in pkgutil.iter_modules(__path__):
+        if not found.ispkg:
+            module = importlib.import_module(f"{__name__}.{found.name}")
+            out[getattr(module, "NAME", found.name)] = module
+    for point in entry_points(group=GROUP):
+        out.setdefault(point.name, importlib.import_module(point.value))
+    return out
+
+
+@cache
+def names() -> tuple[str, ...]:
+    """The data sets, the default first, then alphabetical."""
+    found = _modules()
+    return tuple(sorted(found, key=lambda n: (not getattr(found[n], "DEFAULT", False), n)))
+
+
+def entry(name: str) -> ModuleType:
+    """The module of data set ``name``; a ConfigError lists the data sets."""
+    name = getattr(name, "value", name)
+    if name not in _modules():
+        accepted = ", ".join(names())
+        raise ConfigError(f"dataset.generator={name!r} is invalid: accepted values are {accepted}")
+    return _modules()[name]
+
+
+def later(path: str):
+    """The function behind ``"module:function"`` (imported on first use)."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def hook(name: str, key: str):
+    """Data set ``name``'s ``"module:function"`` for ``key`` as a function, or None."""
+    path = getattr(entry(name), key, None)
+    return None if path is None else later(path)
+
+
+@cache
+def own_keys() -> dict[str, tuple[str, dataclasses.Field, object]]:
+    """key -> (data set, its field, its resolved type) for the keys only one data set reads
+    (two that declare the same key must agree on its type and default)."""
+    out: dict = {}
+    for name in sorted(names(), key=lambda n: (getattr(entry(n), "ORDER", float("inf")), n)):
+        config = getattr(entry(name), "Config", None)
+        if config is None:
+            continue
+        hints = typing.get_type_hints(config)
+        for f in dataclasses.fields(config):
+            if f.name in out and (out[f.name][2], _default(out[f.name][1])) != (
+                hints[f.name],
+                _default(f),
+            ):
+                raise TypeError(f"dataset.{f.name}: {out[f.name][0]} and {name} disagree")
+            out.setdefault(f.name, (name, f, hints[f.name]))
+    return out
+
+
+def _default(f: dataclasses.Field):
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+@cache
+def generator_enum() -> type[Enum]:
+    """``Generator``: the data sets' names as a str enum (Hydra checks and lists them)."""
+    members = {n: n for n in names()}
+    return Enum("Generator", members, type=str, module="attnsvm.config", qualname="Generator")
+
+
+def _check(ds) -> None:
+    """The core checks, then the chosen data set's: its keys only, and its own rules."""
+    if not ds.generator:  # the core's DatasetBase says "" for the default data set
+        ds.generator = names()[0]
+    DatasetBase.__post_init__(ds)
+    name = ds.generator.value
+    module = entry(name)
+    if not getattr(module, "SHAPE_FROM_DATA", False):
+        for key, low in (("n", 1), ("T", 2), ("d", 1)):
+            require(getattr(ds, key) is not None, f"dataset.{key}", f"integers >= {low}", None)
+    for key, (owner, f, _) in own_keys().items():
+        if owner != name and getattr(ds, key) != _default(f):
+            raise ConfigError(
+                f"dataset.{key} is read by dataset={owner} only; got dataset.generator={name}: "
+                f"set dataset={owner}, or drop dataset.{key}"
+            )
+    check = getattr(module, "check", None)
+    if check is not None:
+        check(ds)
+
+
+@cache
+def dataset_class() -> type:
+    """``DatasetConfig``: the core keys and every data set's own, one flat group."""
+    gen = generator_enum()
+    default = gen(names()[0])
+    fields = [("generator", gen, dataclasses.field(default=default))]
+    for key, (_, f, kind) in own_keys().items():
+        spec = {"default_factory": f.default_factory}
+        if f.default_factory is dataclasses.MISSING:
+            spec = {"default": f.default}
+        fields.append((key, kind, dataclasses.field(**spec)))
+    return dataclasses.make_dataclass(
+        "DatasetConfig",
+        fields,
+        bases=(DatasetBase,),
+        namespace={"__module__": "attnsvm.config", "__post_init__": _check,
+                   "__doc__": DatasetBase.__doc__},
+    )  # fmt: skip
+
+
+def hash_neutral_defaults() -> dict:
+    """The data sets' own keys at their defaults, as the job hash sees them (plain values)."""
+    return {key: _plain(_default(f)) for key, (_, f, _) in own_keys().items()}
+
+
+def _plain(value):
+    return value.value if isinstance(value, Enum) else value
+
+
+def omegaconf_resolvers() -> dict[str, str]:
+    """``${name:...}`` interpolations the data sets offer sweep files: name -> module:function."""
+    return {k: v for n in names() for k, v in getattr(entry(n), "RESOLVERS", {}).items()}
+
+
+def gives_values(run) -> bool:
+    """Whether the run's data set gives the value matrix V that head=relu reads."""
+    values = getattr(entry(run.dataset.generator.value), "VALUES", False)
+    return later(values)(run) if isinstance(values, str) else bool(values)
+
+
+def with_values() -> list[str]:
+    """The data sets that give (or may give) V."""
+    return [n for n in names() if getattr(entry(n), "VALUES", False)]
+
+
+def with_inits() -> list[str]:
+    """The data sets that give published starts (parameterization.init=published)."""
+    return [n for n in names() if getattr(entry(n), "INITS", False)]
+
+
+def preflight(run) -> None:
+    """The data set's check of what it will draw, before a job directory is written (a user's
+    generator called for two seeds): its ``PREFLIGHT``."""
+    check = hook(run.dataset.generator.value, "PREFLIGHT")
+    if check is not None:
+        check(run)

@@ -1,0 +1,31 @@
+"""dataset=file: your instances from an .npz (attnsvm/data/userdata.py says which arrays)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attnsvm.config.checks import require
+
+INSTANCES = "attnsvm.data.userdata:file_instances"
+RESOLVE = "attnsvm.data.userdata:resolve_file"
+SHAPE_FROM_DATA = True
+VALUES = "attnsvm.data.userdata:file_gives_values"  # when the file holds V
+
+ORDER = 1  # its keys' place among the data sets' keys (columns of the runs table)
+
+
+@dataclass
+class Config:
+    path: str | None = None  # the .npz
+    sha256: str | None = None  # the file's digest (filled in; set it to pin)
+
+
+def check(ds) -> None:
+    require(bool(ds.path), "dataset.path", "the path of an .npz file", ds.path)
+
+
+def check_run(run) -> None:
+    """The file holds seed + seeds instances."""
+    from attnsvm.data.userdata import check_instances_held
+
+    check_instances_held(run)

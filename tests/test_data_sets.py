@@ -1,0 +1,155 @@
+"""The data set registry (attnsvm/data/sets/): each data set's keys, checks and capabilities come
+from its own entry, the flat ``dataset`` group is made from them, and a new data set lands as
+one module, without editing a shared one."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from attnsvm import experiments
+from attnsvm.config import ConfigError, DatasetConfig, RunConfig
+from attnsvm.config.identity import config_hash
+from attnsvm.config.schema import DatasetBase
+from attnsvm.data import sets
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf" / "dataset"
+
+
+def test_every_data_set_has_its_option_file_and_a_draw_or_an_owner():
+    owners = experiments.dataset_owners()
+    for name in sets.names():
+        conf = OmegaConf.load(CONF / f"{name}.yaml")
+        assert conf.generator == name
+        module = sets.entry(name)
+        if getattr(module, "INSTANCES", None) is None:
+            assert name in owners, f"{name} draws nothing and no experiment owns it"
+        else:
+            assert callable(sets.later(module.INSTANCES)), name
+    assert {p.stem for p in CONF.glob("*.yaml")} == set(sets.names())
+
+
+def test_the_dataset_group_is_the_core_keys_and_every_data_set_s_own():
+    core = {f.name for f in dataclasses.fields(DatasetBase)}
+    own = {k for n in sets.names() for k in _own(n)}
+    assert {f.name for f in dataclasses.fields(DatasetConfig)} == core | own
+    assert not core & own
+    assert set(sets.hash_neutral_defaults()) == own  # at their defaults: in no job hash
+    assert DatasetConfig().generator.value == sets.names()[0]
+
+
+def _own(name: str) -> set[str]:
+    config = getattr(sets.entry(name), "Config", None)
+    return set() if config is None else {f.name for f in dataclasses.fields(config)}
+
+
+@pytest.mark.parametrize("name", [n for n in sets.names() if _own(n)])
+def test_a_data_set_s_key_is_refused_under_another(name):
+    key = sorted(_own(name))[0]
+    other = next(n for n in sets.names() if key not in _own(n) and n != name)
+    value = {"K": 5, "patch": 2, "positions": True, "classes": [1, 2]}.get(key, "x")
+    with pytest.raises(ConfigError, match=rf"dataset.{key} is read by dataset={name} only"):
+        DatasetConfig(generator=other, **{key: value})
+
+
+def test_the_core_dataset_base_becomes_the_full_group_with_the_same_hash():
+    from attnsvm.config.schema import RunConfig as CoreRunConfig
+
+    assert config_hash(CoreRunConfig()) == config_hash(RunConfig())
+    assert config_hash(CoreRunConfig(dataset=DatasetBase(n=3))) == config_hash(
+        RunConfig(dataset=DatasetConfig(n=3))
+    )
+
+
+MINE = '''
+"""dataset=ramp: tokens on a line, a test's own data set."""
+from dataclasses import dataclass
+
+from attnsvm.config.checks import require
+
+NAME = "ramp"
+INSTANCES = "{module}:ramp_instances"
+
+
+@dataclass
+class Config:
+    slope: float = 1.0  # how far the last token lies
+
+
+def check(ds) -> None:
+    require(ds.slope > 0, "dataset.slope", "floats > 0", ds.slope)
+'''
+
+DRAW = """
+import torch
+
+
+def ramp_instances(cfg, seeds):
+    out = []
+    for s in seeds:
+        g = torch.Generator().manual_seed(s)
+        X = torch.randn((cfg.n, cfg.T, cfg.d), generator=g)
+        X[:, -1] += cfg.slope
+        X = X / X.norm(dim=-1, keepdim=True)
+        Z = torch.randn((cfg.n, cfg.d), generator=g)
+        v = X[0, -1].clone()
+        out.append((X, torch.ones(cfg.n), Z / Z.norm(dim=-1, keepdim=True), v))
+    return tuple(torch.stack([o[k] for o in out]) for k in range(4))
+"""
+
+
+CHECKS = """
+import attnsvm
+from attnsvm.data import sets
+from attnsvm.config import ConfigError, DatasetConfig
+from attnsvm.data.generators import make_instances
+
+assert "ramp" in sets.names()
+inst = make_instances(DatasetConfig(generator="ramp", n=3, T=4, d=5, slope=2.0), [0, 1])
+assert inst.X.shape == (2, 3, 4, 5)
+for bad, text in (
+    (dict(generator="ramp", slope=-1.0), "dataset.slope=-1.0 is invalid"),
+    (dict(generator="random", slope=2.0), "dataset.slope is read by dataset=ramp only"),
+):
+    try:
+        DatasetConfig(**bad)
+        raise AssertionError(f"{bad} accepted")
+    except ConfigError as exc:
+        assert text in str(exc), exc
+cfg = attnsvm.compose(
+    ["dataset.generator=ramp", "dataset.slope=2.0", "seeds=2", "optimizer.steps=50"]
+)
+res = attnsvm.run_job(cfg)
+assert list(res.runs.seed) == [0, 1] and res.runs.status.eq("ok").all(), res.runs.status
+print("ramp", res.config_hash)
+"""
+
+
+def test_a_new_data_set_lands_as_one_module(tmp_path):
+    """An installed package's module, declared as an entry point of ``attnsvm.data_sets``:
+    composed, checked, drawn and trained, nothing of attnsvm edited."""
+    code = tmp_path / "code"
+    (code / "ramp_lab-0.1.dist-info").mkdir(parents=True)
+    (code / "ramp_lab-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: ramp-lab\nVersion: 0.1\n"
+    )
+    (code / "ramp_lab-0.1.dist-info" / "entry_points.txt").write_text(
+        "[attnsvm.data_sets]\nramp = ramp_entry\n"
+    )
+    (code / "ramp_draw.py").write_text(textwrap.dedent(DRAW))
+    (code / "ramp_entry.py").write_text(textwrap.dedent(MINE.format(module="ramp_draw")))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(REPO)])}
+    out = subprocess.run(
+        [sys.executable, "-c", CHECKS],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.startswith("ramp ")
