@@ -26,7 +26,7 @@ from attnsvm.config.checks import ConfigError
 from attnsvm.config.compose import check_override_keys, register_configs, to_run_config
 from attnsvm.config.input_checks import check_output_dir_overrides
 from attnsvm.config.schema import CONF_MODULE
-from attnsvm.data.userdata import check_callable_output
+from attnsvm.data.sets import preflight
 from attnsvm.experiments import entry
 from attnsvm.interrupt import JobInterrupted, interruptible
 from attnsvm.job import run_job
@@ -93,7 +93,7 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     try:
         run = to_run_config(cfg)
         chash = config_hash(run)  # resolves engine=auto: a bad $ATTNSVM_FUSED_BUILD fails here
-        check_callable_output(run)  # a user's generator's return, before job.json is written
+        preflight(run)  # what the data set draws (your generator's return), before job.json
     except ConfigError as exc:
         _discard_output_dir(out)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
@@ -157,6 +157,38 @@ def record_lost_job(
     write_json({**job_record(run), "status": "failed", "error": error, **extra}, out / JOB)
     log.error("job %s failed: %s (recorded in %s)", chash, error, out / JOB)
     return out
+
+
+def lost_job_return(hydra_context, config, overrides, num: int, error: str, job_id=None, **extra):
+    """What a launcher returns for a job that died outside Python: its task config composed as
+    Hydra would have, the failure recorded (``record_lost_job``), and a JobReturn whose value
+    says ``failed`` (or ``finished`` when its results were complete after all). ``job_id``:
+    the scheduler's id (default Hydra's ``<name>_<num>``). Shared by the Ray and Slurm
+    launchers."""
+    from hydra.core.utils import JobReturn, JobStatus
+    from omegaconf import OmegaConf, open_dict
+
+    sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+    with open_dict(sweep_config.hydra.job):
+        sweep_config.hydra.job.num = num
+        sweep_config.hydra.job.id = job_id or f"{sweep_config.hydra.job.name}_{num}"
+    sweep_dir = Path(str(sweep_config.hydra.sweep.dir))
+    out = sweep_dir / str(sweep_config.hydra.sweep.subdir)
+    task_cfg = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
+    try:
+        where = record_lost_job(task_cfg, out, sweep_dir, error, **extra)
+    except ConfigError as exc:  # the task would have exited on it: the sweep stops
+        raise SystemExit(f"attnsvm: invalid config: {exc}") from None
+    ret = JobReturn(
+        overrides=list(overrides),
+        cfg=task_cfg,
+        hydra_cfg=sweep_config,
+        working_dir=str(where or out),
+        task_name=str(sweep_config.hydra.job.name),
+        status=JobStatus.COMPLETED,
+    )
+    ret.return_value = "failed" if where is not None else "finished"
+    return ret
 
 
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_MODULE}", config_name="config")

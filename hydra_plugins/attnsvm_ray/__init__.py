@@ -29,10 +29,10 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus, filter_overrides, run_job, setup_globals
+from hydra.core.utils import JobReturn, filter_overrides, run_job, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, open_dict
 
 log = logging.getLogger(__name__)
 # Ray errors that say the task's worker or node is gone, not that attnsvm's code raised
@@ -193,31 +193,10 @@ class RayLauncher(Launcher):
         return ret
 
     def _record_lost(self, overrides: list[str], num: int, error: str, **extra) -> JobReturn:
-        from attnsvm.config.checks import ConfigError
-        from attnsvm.run import record_lost_job
+        from attnsvm.run import lost_job_return
 
         assert self.hydra_context is not None and self.config is not None
-        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
-        with open_dict(sweep_config.hydra.job):
-            sweep_config.hydra.job.num = num
-            sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{num}"
-        sweep_dir = Path(str(sweep_config.hydra.sweep.dir))
-        out = sweep_dir / str(sweep_config.hydra.sweep.subdir)
-        task_cfg = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
-        try:
-            where = record_lost_job(task_cfg, out, sweep_dir, error, **extra)
-        except ConfigError as exc:  # the task would have exited on it: the sweep stops
-            raise SystemExit(f"attnsvm: invalid config: {exc}") from None
-        ret = JobReturn(
-            overrides=overrides,
-            cfg=task_cfg,
-            hydra_cfg=sweep_config,
-            working_dir=str(where or out),
-            task_name=str(sweep_config.hydra.job.name),
-            status=JobStatus.COMPLETED,
-        )
-        ret.return_value = "failed" if where is not None else "finished"
-        return ret
+        return lost_job_return(self.hydra_context, self.config, overrides, num, error, **extra)
 
 
 def import_ray():

@@ -29,8 +29,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hydra.core.utils import JobReturn, JobStatus
-from omegaconf import OmegaConf, open_dict
+from hydra.core.utils import JobReturn
+from omegaconf import OmegaConf
 
 from attnsvm.results.plan import job_status, record_statuses
 
@@ -144,38 +144,14 @@ if submitit_launcher is not None:
             return self._record_lost(overrides, num, job.job_id, state)
 
         def _record_lost(self, overrides: list[str], num: int, job_id: str, state: str):
-            from attnsvm.config.checks import ConfigError
-            from attnsvm.run import record_lost_job
+            from attnsvm.run import lost_job_return
 
             assert self.hydra_context is not None and self.config is not None
-            sweep_config = self.hydra_context.config_loader.load_sweep_config(
-                self.config, overrides
-            )
-            with open_dict(sweep_config.hydra.job):
-                sweep_config.hydra.job.num = num
-                sweep_config.hydra.job.id = job_id
-            sweep_dir = Path(str(sweep_config.hydra.sweep.dir))
-            out = sweep_dir / str(sweep_config.hydra.sweep.subdir)
-            task_cfg = OmegaConf.masked_copy(
-                sweep_config, [k for k in sweep_config if k != "hydra"]
-            )
             error = f"Slurm job {job_id} ended without a result: {state}"
-            try:
-                where = record_lost_job(
-                    task_cfg, out, sweep_dir, error, slurm_state=state, slurm_job_id=job_id
-                )
-            except ConfigError as exc:  # the task exited on it: the sweep stops, as on any launcher
-                raise SystemExit(f"attnsvm: invalid config: {exc}") from None
-            ret = JobReturn(
-                overrides=overrides,
-                cfg=task_cfg,
-                hydra_cfg=sweep_config,
-                working_dir=str(where or out),
-                task_name=str(sweep_config.hydra.job.name),
-                status=JobStatus.COMPLETED,
-            )
-            ret.return_value = "failed" if where is not None else "finished"
-            return ret
+            return lost_job_return(
+                self.hydra_context, self.config, overrides, num, error, job_id=job_id,
+                slurm_state=state, slurm_job_id=job_id,
+            )  # fmt: skip
 
     def cancel(jobs: list) -> None:
         """scancel the array (every task of it still queued or running): one call."""
