@@ -24,11 +24,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from attnsvm.config.schema import OptimizerConfig  # noqa: E402
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
+from attnsvm.svm import norms  # noqa: E402
+from attnsvm.train.step_rules import limit_norm  # noqa: E402
 
-# the norm each step rule's geometry is predicted to pick (docs/math.md, optimizer geometry)
-PREDICTED = {"ngd": "fro", "gd": "fro", "polyak": "fro", "sign": "max", "adam": "max"}
-PREDICTED.update({"spectral": "spectral", "md p=1.75": "l1p75", "md p=3": "l3", "md p=2": "fro"})
 NORM_ORDER = ["fro", "l2", "nuc", "l1p75", "l3", "max", "spectral"]
 
 
@@ -36,6 +36,17 @@ def rule_label(runs: pd.DataFrame) -> pd.Series:
     """ "md p=3" for mirror descent, else the step rule's name."""
     p = runs["optimizer.p"].map(lambda x: f"{x:g}")
     return runs.optimizer.where(runs.optimizer != "md", "md p=" + p)
+
+
+def predicted(optimizer: str, p: float) -> str:
+    """The norm (column suffix) the step rule's geometry is predicted to pick: its own
+    declaration (``svm_norm`` / ``limit_norm`` in attnsvm/train/step_rules.py)."""
+    return norms.column(limit_norm(OptimizerConfig(kind=optimizer, p=float(p))))
+
+
+def _pairs(table: pd.DataFrame) -> set[tuple[str, str]]:
+    """(rule, norm) of the predicted pairings in ``geometry_table``'s rows."""
+    return set(zip(table.rule[table.predicted], table.norm[table.predicted], strict=True))
 
 
 def norm_columns(runs: pd.DataFrame, prefix: str) -> list[str]:
@@ -50,6 +61,7 @@ def geometry_table(runs: pd.DataFrame) -> pd.DataFrame:
     ok = runs[runs.status == "ok"].assign(rule=rule_label(runs))
     rows = []
     for (rule, d), g in ok.groupby(["rule", "d"]):
+        own = predicted(g.optimizer.iloc[0], g["optimizer.p"].iloc[0])
         for norm in norm_columns(g, "margin"):
             rows.append(
                 {
@@ -61,7 +73,7 @@ def geometry_table(runs: pd.DataFrame) -> pd.DataFrame:
                     "corr_mean": g[f"corr_{norm}"].mean(),
                     "rate_median": g[f"rate_{norm}"].median(),  # NaN: froze too early to fit
                     "rate_fitted": int(g[f"rate_{norm}"].notna().sum()),
-                    "predicted": PREDICTED.get(rule) == norm,
+                    "predicted": own == norm,
                 }
             )
     return pd.DataFrame(rows)
@@ -83,7 +95,7 @@ def heatmaps(table: pd.DataFrame, path: Path) -> None:
                 dark = grid.values[i, j] < np.nanmean(grid.values)
                 ax.text(j, i, f"{grid.values[i, j]:.3f}", ha="center", va="center", fontsize=7,
                         color="w" if dark else "k")  # fmt: skip
-                if PREDICTED.get(rule) == norm:
+                if (rule, norm) in _pairs(table):
                     ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="r", lw=2))
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.suptitle("row's step rule vs column's SVM norm (red: the predicted pairing)")
@@ -96,7 +108,7 @@ def d_figure(table: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(1, len(rules), figsize=(3.6 * len(rules), 3.4), sharey=True)
     for ax, rule in zip(np.atleast_1d(axes), rules, strict=True):
         for norm, g in table[table.rule == rule].groupby("norm"):
-            bold = PREDICTED.get(rule) == norm
+            bold = (rule, norm) in _pairs(table)
             ax.plot(g.d, g.margin_mean, "-o" if bold else ":.", lw=2.5 if bold else 1, label=norm)
         ax.set(title=rule, xlabel="d", xticks=sorted(table.d.unique()))
         ax.grid(alpha=0.4)
