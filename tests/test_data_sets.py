@@ -153,3 +153,10 @@ def test_a_new_data_set_lands_as_one_module(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.startswith("ramp ")
+
+
+def test_the_paths_check_accepts_exactly_the_drawn_layouts():
+    from attnsvm.data.generators import PATHS_LAYOUTS
+    from attnsvm.data.sets.paths import PATHS_T
+
+    assert tuple(PATHS_LAYOUTS) == PATHS_T

@@ -20,8 +20,10 @@ Both are the same kind of entry, a module that declares what it is and what it n
     def bench_cases(quick) -> dict   # optional: its own cases of python -m attnsvm.bench,
                                      #   {case: {"batched": x, "alone": y, ...}}, seed-runs per
                                      #   CPU second batched vs one seed at a time
-(A function's name must not be one of its package's modules: importing ``pkg.bench`` rebinds
-the attribute ``pkg.bench`` to that module.)
+A function whose code imports torch is best named, not imported: ``run_job =
+later("mylab.exp.job:run_job")`` (attnsvm/config/plugins.py) imports it when first called, so
+finding the entries stays light. (A function's name must not be one of its package's modules:
+importing ``pkg.bench`` rebinds the attribute ``pkg.bench`` to that module.)
 
 Everything around it is the core's, the same for built-ins and plug-ins: composition and
 validation, thread limits, the job hash, the result contract and resume, sweeps, aggregation.

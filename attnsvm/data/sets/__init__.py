@@ -46,6 +46,7 @@ from importlib.metadata import entry_points
 from types import ModuleType
 
 from attnsvm.config.checks import ConfigError, require
+from attnsvm.config.plugins import later
 from attnsvm.config.schema import DatasetBase
 
 GROUP = "attnsvm.data_sets"  # entry points of installed packages: ``ramp = "mylab.ramp"``
@@ -78,12 +79,6 @@ def entry(name: str) -> ModuleType:
         accepted = ", ".join(names())
         raise ConfigError(f"dataset.generator={name!r} is invalid: accepted values are {accepted}")
     return _modules()[name]
-
-
-def later(path: str):
-    """The function behind ``"module:function"`` (imported on first use)."""
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def hook(name: str, key: str):

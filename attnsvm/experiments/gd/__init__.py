@@ -6,6 +6,8 @@ summary.py summarises, figures.py draws what fits the sweep.
 
 from __future__ import annotations
 
+from attnsvm.config.plugins import later
+
 NAME = "gd"
 READS = ("*",)  # every optional core option: head.train, optimizer.gradient, loss, norms, p
 
@@ -17,19 +19,6 @@ def published() -> list:
     return SWEEPS
 
 
-def run_job(run, progress=None):
-    from attnsvm.experiments.gd.pipeline import run_job as run_gd
-
-    return run_gd(run, progress)
-
-
-def summary_text(runs, seconds: float) -> str:
-    from attnsvm.experiments.gd.summary import gd_summary_text
-
-    return gd_summary_text(runs, seconds)
-
-
-def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.gd.plots import figures as draw
-
-    return draw(runs, trajectory, out_dir, sweep)
+run_job = later("attnsvm.experiments.gd.pipeline:run_job")
+summary_text = later("attnsvm.experiments.gd.summary:gd_summary_text")
+figures = later("attnsvm.experiments.gd.plots:figures")

@@ -12,6 +12,7 @@ Gamma^{-1}, Gamma = (1 + 1/N) Lam + (tr Lam / N) I.
 
 from __future__ import annotations
 
+from attnsvm.config.plugins import later
 from attnsvm.experiments.icl.config import Config
 
 NAME = "icl"
@@ -34,29 +35,10 @@ def bench_cases(quick: bool) -> dict:
     return {f"{kind} A, default job": r for kind, r in bench_icl(quick).items()}
 
 
-def run_job(run, progress=None):
-    from attnsvm.experiments.icl.job import run_job as run_icl
-
-    return run_icl(run, progress)
-
-
-def summary_text(runs, seconds: float) -> str:
-    from attnsvm.experiments.icl.summary import summary_text as text
-
-    return text(runs, seconds)
-
-
-def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.icl.plots import figures as draw
-
-    return draw(runs, trajectory, out_dir)
-
-
-def limit(*args, **kwargs):
-    """Gamma^{-1} (attnsvm/experiments/icl/limits.py): the limit object of one layer."""
-    from attnsvm.experiments.icl.limits import limit as gamma_inv
-
-    return gamma_inv(*args, **kwargs)
+run_job = later("attnsvm.experiments.icl.job:run_job")
+summary_text = later("attnsvm.experiments.icl.summary:summary_text")
+figures = later("attnsvm.experiments.icl.plots:figures")
+limit = later("attnsvm.experiments.icl.limits:limit")
 
 
 __all__ = ["CONFIG_GROUP", "NAME", "Config", "figures", "limit", "run_job", "summary_text"]

@@ -122,7 +122,7 @@ def _layers_figure(runs: pd.DataFrame, out_dir: Path) -> Path:
     return _save(fig, out_dir / "icl_layers.png")
 
 
-def figures(runs: pd.DataFrame, trajectory: pd.DataFrame, out_dir) -> list[Path]:
+def figures(runs: pd.DataFrame, trajectory: pd.DataFrame, out_dir, sweep=None) -> list[Path]:
     """The figures the sweep's axes allow (see the module docstring), written into out_dir."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ multi-token SVM-equivalence W^SVMeq, the direction W^dir and the one-token SVM (
 
 from __future__ import annotations
 
+from attnsvm.config.plugins import later
 from attnsvm.experiments.multitoken.config import MultitokenConfig
 
 Config = MultitokenConfig  # the entry's config group (key: NAME)
@@ -21,19 +22,6 @@ def published() -> list:
     return SWEEPS
 
 
-def run_job(run, progress=None):
-    from attnsvm.experiments.multitoken.job import run_job as run_multitoken
-
-    return run_multitoken(run, progress)
-
-
-def summary_text(runs, seconds: float) -> str:
-    from attnsvm.experiments.multitoken.job import summary_text as text
-
-    return text(runs, seconds)
-
-
-def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.multitoken.plots import figures as draw
-
-    return draw(runs, trajectory, out_dir, sweep)
+run_job = later("attnsvm.experiments.multitoken.job:run_job")
+summary_text = later("attnsvm.experiments.multitoken.job:summary_text")
+figures = later("attnsvm.experiments.multitoken.plots:figures")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Device, Init, Optimizer
+from attnsvm.config.plugins import later
 from attnsvm.experiments.nexttoken.config import NexttokenConfig
 
 Config = NexttokenConfig  # the entry's config group (key: NAME)
@@ -24,22 +25,9 @@ def published() -> list:
     return SWEEPS
 
 
-def run_job(run, progress=None):
-    from attnsvm.experiments.nexttoken.job import run_job as run_nexttoken
-
-    return run_nexttoken(run, progress)
-
-
-def summary_text(runs, seconds: float) -> str:
-    from attnsvm.experiments.nexttoken.job import summary_text as text
-
-    return text(runs, seconds)
-
-
-def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.nexttoken.plots import figures as draw
-
-    return draw(runs, trajectory, out_dir, sweep)
+run_job = later("attnsvm.experiments.nexttoken.job:run_job")
+summary_text = later("attnsvm.experiments.nexttoken.job:summary_text")
+figures = later("attnsvm.experiments.nexttoken.plots:figures")
 
 
 def check(run) -> None:

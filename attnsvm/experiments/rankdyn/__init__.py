@@ -15,6 +15,8 @@ docs/rankdyn.md says what was found.
 
 from __future__ import annotations
 
+from attnsvm.config.plugins import later
+
 from .config import Config, Param, Rule
 from .stages import Stages, detect_stages, effective_rank
 
@@ -39,28 +41,10 @@ def bench_cases(quick: bool) -> dict:
     return {f"(K,Q) plain GD from α=1e-3 at (6,8,10), {r['steps']} steps": r}
 
 
-def run_job(run, progress=None):
-    from .job import run_job as run_rankdyn
-
-    return run_rankdyn(run, progress)
-
-
-def summary_text(runs, seconds: float) -> str:
-    from .summary import summary_text as text
-
-    return text(runs, seconds)
-
-
-def summary_table(runs):
-    from .summary import summary_table as table
-
-    return table(runs)
-
-
-def figures(runs, trajectory, out_dir, sweep=None):
-    from .plots import figures as draw
-
-    return draw(runs, trajectory, out_dir)
+run_job = later("attnsvm.experiments.rankdyn.job:run_job")
+summary_text = later("attnsvm.experiments.rankdyn.summary:summary_text")
+summary_table = later("attnsvm.experiments.rankdyn.summary:summary_table")
+figures = later("attnsvm.experiments.rankdyn.plots:figures")
 
 
 __all__ = [

@@ -71,7 +71,7 @@ def sv_figure(traj: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
-def figures(runs: pd.DataFrame, trajectory: pd.DataFrame, out_dir) -> list[Path]:
+def figures(runs: pd.DataFrame, trajectory: pd.DataFrame, out_dir, sweep=None) -> list[Path]:
     """Both figures for every shape in the sweep's concatenated trajectory table."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

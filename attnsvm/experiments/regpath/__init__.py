@@ -6,6 +6,7 @@ its direction against W^mm (and W^mm_* for (K,Q)) as R grows (job.py).
 
 from __future__ import annotations
 
+from attnsvm.config.plugins import later
 from attnsvm.experiments.regpath.config import RegpathConfig
 
 Config = RegpathConfig  # the entry's config group (key: NAME)
@@ -22,19 +23,6 @@ def published() -> list:
     return SWEEPS
 
 
-def run_job(run, progress=None):
-    from attnsvm.experiments.regpath.job import run_job as run_regpath
-
-    return run_regpath(run, progress)
-
-
-def summary_text(runs, seconds: float) -> str:
-    from attnsvm.experiments.regpath.job import summary_text as text
-
-    return text(runs, seconds)
-
-
-def figures(runs, trajectory, out_dir, sweep=None):
-    from attnsvm.experiments.regpath.plots import figures as draw
-
-    return draw(runs, trajectory, out_dir, sweep)
+run_job = later("attnsvm.experiments.regpath.job:run_job")
+summary_text = later("attnsvm.experiments.regpath.job:summary_text")
+figures = later("attnsvm.experiments.regpath.plots:figures")
