@@ -32,6 +32,7 @@ from attnsvm.experiments.regpath.config import RegpathConfig
 from attnsvm.results.store import config_hash
 from attnsvm.svm.masked import w_mm_masked
 from attnsvm.train.batchops import matmul
+from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Params, frob, init_params, loss_and_grad_w
 
@@ -45,25 +46,45 @@ def radii(cfg: RegpathConfig) -> np.ndarray:
     return np.geomspace(cfg.r_min, cfg.r_max, cfg.points)
 
 
+def _shrunk(*Ms: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """The matrices divided by their largest |entry| (per seed) where their norm overflows
+    float64 (a huge step, regpath.lr, makes finite entries whose norm is inf), and where: the
+    same direction with a norm that can be computed; such a point lies outside every ball."""
+    sq = sum(frob(M) ** 2 for M in Ms)
+    big = ~torch.isfinite(sq)
+    if not bool(big.any()):
+        return Ms, big
+    top = torch.stack([M.abs().flatten(1).amax(-1) for M in Ms]).amax(0)[:, None, None]
+    return tuple(torch.where(big[:, None, None], M / top, M) for M in Ms), big
+
+
 def _project(p: Params, R: float) -> Params:
     """Onto ||W|| <= R, or ||K||^2 + ||Q||^2 <= 2R (a joint rescaling is the projection)."""
     if p.W is not None:
-        scale = torch.clamp(R / frob(p.W).clamp_min(1e-300), max=1.0)
-        return Params(W=p.W * scale[:, None, None])
-    sq = frob(p.K) ** 2 + frob(p.Q) ** 2
-    scale = torch.clamp(torch.sqrt(2 * R / sq.clamp_min(1e-300)), max=1.0)[:, None, None]
-    return Params(K=p.K * scale, Q=p.Q * scale)
+        (W,), big = _shrunk(p.W)
+        scale = R / frob(W).clamp_min(1e-300)
+        scale = torch.where(big, scale, torch.clamp(scale, max=1.0))
+        return Params(W=W * scale[:, None, None])
+    (K, Q), big = _shrunk(p.K, p.Q)
+    sq = frob(K) ** 2 + frob(Q) ** 2
+    scale = torch.sqrt(2 * R / sq.clamp_min(1e-300))
+    scale = torch.where(big, scale, torch.clamp(scale, max=1.0))[:, None, None]
+    return Params(K=K * scale, Q=Q * scale)
 
 
 def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_and_grad_w):
     """Projected normalized GD at radius R from ``p`` (already feasible); returns the iterate of
     lowest loss per seed (the method is not monotone; among iterates equal to rounding, which
-    happens once the softmax saturates, the latest), its loss, softmax and ||dL/dW||."""
+    happens once the softmax saturates, the latest), its loss (NaN where an iterate was
+    non-finite: ``diverged`` reports it), softmax and ||dL/dW||."""
     radius = R if p.W is not None else (2 * R) ** 0.5
     best, best_loss, best_s, best_g = p, None, None, None
+    bad = None  # seeds with a non-finite iterate: their loss is returned as NaN (diverged)
     for k in range(cfg.steps + 1):
         W = p.attention_matrix()
         loss, s, gW = loss_fn(W, inst, head)
+        now = ~torch.isfinite(loss) | ~torch.isfinite(W).flatten(1).all(-1)
+        bad = now if bad is None else bad | now
         if best_loss is None:
             best, best_loss, best_s, best_g = p, loss, s, frob(gW)
         else:
@@ -84,7 +105,7 @@ def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_a
             gn = torch.sqrt(frob(gK) ** 2 + frob(gQ) ** 2)[:, None, None]
             step = torch.where(gn > UNDERFLOW, eta / gn.clamp_min(UNDERFLOW), 0.0)
             p = _project(Params(K=p.K - step * gK, Q=p.Q - step * gQ), R)
-    return best, best_loss, best_s, best_g
+    return best, torch.where(bad, torch.nan, best_loss), best_s, best_g
 
 
 def _where(cond: torch.Tensor, a, b):
@@ -218,14 +239,28 @@ def _curves(r: int, fro, nuc, W_init: torch.Tensor, best: dict, kq: bool) -> _Cu
     return _Curves(cf, cn, cfi, cni, main, main_init, norms, frozen, e)
 
 
+def diverged(chains: dict[str, tuple], r: int) -> str | None:
+    """Why seed ``r`` diverged: the first chain whose W or loss is non-finite at some R (the
+    trajectory's ``step`` indexes the grid), else None. A huge step (``regpath.lr``) can
+    overflow W before the projection brings it back."""
+    for name, chain in chains.items():
+        steps = np.arange(chain[0].shape[0])
+        why = divergence(steps, W=chain[0][:, r], loss=chain[1][:, r])
+        if why is not None:
+            return f"{name} chain: {why}"
+    return None
+
+
 def _run_row(seed: int, r: int, svms: tuple, opt: np.ndarray, c: _Curves, chains, best, grid):
     """Seed ``r``'s row of the runs table: the path at r_end, where the theory is tested."""
     (fro, nuc), e = svms, c.end
     sel_e = best["sel"][e, r].cpu().numpy()
+    why = diverged(chains, r)
+    status = "ok" if fro.ok and nuc.ok else fro.status
     return {
         "seed": seed,
-        "status": "ok" if fro.ok and nuc.ok else fro.status,
-        "reason": fro.reason,
+        "status": "diverged" if why else status,
+        "reason": why or fro.reason,
         "feasible": fro.ok,
         "corr_fro": float(c.corr_fro[e]),
         "corr_nuc": float(c.corr_nuc[e]),
@@ -323,20 +358,24 @@ def _job_result(cfg: RunConfig, rows: list[dict], trajs: list, n_seeds: int, t0:
 
 
 def summary_text(runs: pd.DataFrame, seconds: float) -> str:
-    """End-of-path correlations with the SVM matching the parameterization."""
+    """End-of-path correlations with the SVM matching the parameterization; the seeds that
+    are not ok counted by status, with a reason."""
     first, ok = runs.iloc[0], runs[runs.status == "ok"]
     svm_name = "W^mm_* (nuclear)" if first.parameterization == "kq" else "W^mm (Frobenius)"
-    return "\n".join(
-        [
-            f"attnsvm regpath: n={first.n} T={first['T']} d={first.d} {first.attention}, "
-            f"parameterization={first.parameterization}, head={first['head']}, "
-            f"R up to {first.r_max:g}, {len(runs)} seeds ({len(ok)} with a feasible SVM)",
+    lines = [
+        f"attnsvm regpath: n={first.n} T={first['T']} d={first.d} {first.attention}, "
+        f"parameterization={first.parameterization}, head={first['head']}, "
+        f"R up to {first.r_max:g}, {len(runs)} seeds ({len(ok)} ok)",
+    ]
+    for status, g in runs[runs.status != "ok"].groupby("status"):
+        lines.append(f"  {status}: {len(g)} seeds, e.g. seed {g.seed.iloc[0]}: {g.reason.iloc[0]}")
+    if len(ok):
+        lines += [
             f"  largest R before the gradient underflows (r_end): median {ok.r_end.median():.4g}",
             f"  corr(W̄_R, {svm_name}) at r_end: mean {ok['corr'].mean():.4f}, "
             f"min {ok['corr'].min():.4f}; the init chain alone: mean {ok.corr_init.mean():.4f}",
             f"  the path selects the optimal tokens in {int(ok.selected_is_opt.sum())}/{len(ok)}"
             f" seeds; the SVM-started chain had the lower loss in "
             f"{int((ok.best_chain == 'svm').sum())}",
-            f"  time: {seconds:.2f} s",
         ]
-    )
+    return "\n".join([*lines, f"  time: {seconds:.2f} s"])
