@@ -23,6 +23,7 @@ from attnsvm.config import (
     ParameterizationConfig,
 )
 from attnsvm.data.generators import make_instances
+from attnsvm.experiments import entry
 from attnsvm.results.aggregate import load_sweep
 from attnsvm.results.aggregate import main as aggregate_main
 from attnsvm.results.store import JOB, RUNS, TRAJECTORY, find_broken, is_finished, read_job
@@ -51,6 +52,26 @@ def test_lr_1e300_is_diverged_in_the_nexttoken_loop_too():
     res = attnsvm.run_job(attnsvm.compose([*nt, "optimizer.lr=1e300"]))
     assert set(res.runs.status) == {"diverged"}
     assert all("non-finite at step 20" in reason for reason in res.runs.reason)
+
+
+HUGE_STEP = {  # every experiment's own step size at 1e300: every seed diverged, and its
+    # summary (printed after the job) still works with no seed ok
+    "multitoken": ["experiment=multitoken", "seeds=2", "optimizer.steps=40", "optimizer.lr=1e300"],
+    "rankdyn": ["experiment=rankdyn", "seeds=2", "rankdyn.steps=100", "rankdyn.checkpoints=10",
+                "rankdyn.lr=1e300"],
+    "icl": ["experiment=icl", "seeds=2", "icl.steps=50", "icl.lr=1e300"],
+    "regpath": ["experiment=regpath", "seeds=2", "regpath.points=4", "regpath.steps=30",
+                "regpath.lr=1e308"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(HUGE_STEP))
+def test_a_huge_step_is_diverged_in_every_experiment_and_summarised(name):
+    res = attnsvm.run_job(attnsvm.compose(HUGE_STEP[name]))
+    assert set(res.runs.status) == {"diverged"}, res.runs[["status", "reason"]]
+    assert all("non-finite" in reason for reason in res.runs.reason)
+    text = entry(name).summary_text(res.runs, res.seconds)
+    assert "diverged: 2 seeds" in text or "no seed finished" in text, text
 
 
 def test_a_finite_run_is_not_diverged():

@@ -306,7 +306,11 @@ def summary_text(runs: pd.DataFrame, seconds: float) -> str:
         f"{first['optimizer.steps']} {first.optimizer} steps",
         f"  accepted {len(ok)} of {len(runs)} seeds tried (published acceptance filters)",
     ]
+    for status, g in runs[runs.status != "ok"].groupby("status"):
+        lines.append(f"  {status}: {len(g)} seeds, e.g. seed {g.seed.iloc[0]}: {g.reason.iloc[0]}")
     for key, name in (("corr_svmeq", "W^SVMeq"), ("corr_dir", "W^dir"), ("corr_1token", "W^1tok")):
+        if key not in ok or ok.empty:
+            continue  # no seed reached the analysis (e.g. every one diverged)
         err = 1 - ok[key]
         lines.append(
             f"  final 1 - corr(W, {name:8s}): mean {err.mean():.4g}, median {err.median():.4g}"

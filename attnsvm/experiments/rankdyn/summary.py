@@ -15,7 +15,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     ok = runs[runs.status == "ok"].assign(
         rank_match=lambda df: df.final_eff_rank == df.eff_rank_nuc,
         any_stage=lambda df: df.n_stages > 0,
-        rise_loss_gap=lambda df: df.plateau_losses.map(_highest) - df.loss,
+        rise_loss_gap=lambda df: df.plateau_losses.map(_highest).astype(float) - df.loss,
     )
     table = ok.groupby(keys, dropna=False).agg(
         seeds=("seed", "size"),
@@ -48,6 +48,8 @@ def _highest(joined) -> float:
 def summary_text(runs: pd.DataFrame, seconds: float) -> str:
     """Printed after a job: per config point, stages, ranks and corr_nuc."""
     lines = [f"rankdyn: {len(runs)} seeds in {seconds:.1f} s"]
+    for status, g in runs[runs.status != "ok"].groupby("status"):
+        lines.append(f"  {status}: {len(g)} seeds, e.g. seed {g.seed.iloc[0]}: {g.reason.iloc[0]}")
     for _, row in summary_table(runs).iterrows():
         if not row.seeds > 0:
             lines.append(f"  {row['rankdyn.parameterization']} {row['rankdyn.rule']}: no ok seed")
