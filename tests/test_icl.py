@@ -238,5 +238,11 @@ def test_summary_and_figures(tmp_path):
     assert "defined for one layer" in icl.summary_text(parts[2].runs, 1.0)
     written = icl.figures(runs, trajectory, tmp_path)
     names = sorted(p.name for p in written)
-    assert names == ["icl_N.png", "icl_layers.png", "icl_trajectory.png"]
-    assert all(p.stat().st_size > 10_000 for p in written)
+    assert names == ["icl_N.png", "icl_layers.png", "icl_table.csv", "icl_trajectory.png"]
+    assert all(p.stat().st_size > 10_000 for p in written if p.suffix == ".png")
+    table = pd.read_csv(tmp_path / "icl_table.csv")
+    assert len(table) == 3 and (table.ok == 2).all()  # one row per (N, layers) point
+    one = runs[(runs["icl.N"] == 5) & (runs["icl.layers"] == 1)]
+    row = table[(table["icl.N"] == 5) & (table["icl.layers"] == 1)].iloc[0]
+    assert row.rel_err_max == pytest.approx(one.rel_err_limit.max(), abs=1e-6)
+    assert row.corr_min == pytest.approx(one.corr_limit.min(), abs=1e-6)

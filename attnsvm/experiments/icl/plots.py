@@ -123,12 +123,16 @@ def _layers_figure(runs: pd.DataFrame, out_dir: Path) -> Path:
 
 
 def figures(runs: pd.DataFrame, trajectory: pd.DataFrame, out_dir, sweep=None) -> list[Path]:
-    """The figures the sweep's axes allow (see the module docstring), written into out_dir."""
+    """The figures the sweep's axes allow (see the module docstring) and the sweep's table
+    (``icl_table.csv``), written into out_dir."""
+    from .summary import table
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    table(runs).round(6).to_csv(out_dir / "icl_table.csv", index=False)
     ok = runs[runs.status == "ok"]
     one = ok[ok["icl.layers"] == 1]
-    written = []
+    written = [out_dir / "icl_table.csv"]
     if one["icl.N"].nunique() > 1:
         written.append(_n_figure(one, out_dir))
     if ok["icl.layers"].nunique() > 1:

@@ -1,5 +1,5 @@
 """What experiment ``icl`` publishes (its entry's ``published()``): its two sweeps' rows of the
-README experiment table and their headline rows, from docs/results/icl_*_summary.csv."""
+README experiment table and their headline rows, from docs/results/icl_*_icl_table.csv."""
 
 from __future__ import annotations
 
@@ -57,12 +57,12 @@ SWEEPS = [
         "icl_N: in-context linear regression, one layer of linear attention vs Γ⁻¹ (N=3..80, "
         "identity and linear spectrum, merged and structured A)",
         (("vs N", "icl_N.png"), ("trajectory", "icl_trajectory.png")),
-        ("icl_N_summary.csv", _n_row),
+        ("icl_N_icl_table.csv", _n_row),
     ),
     Published(
         "icl_layers",
         "icl_layers: L=1..4 layers vs L steps of the fitted preconditioned GD (N=20)",
         (("layers", "icl_layers.png"),),
-        ("icl_layers_summary.csv", _layers_row),
+        ("icl_layers_icl_table.csv", _layers_row),
     ),
 ]

@@ -1,4 +1,5 @@
-"""The few lines printed after an ``icl`` job, in the experiment's symbols."""
+"""The few lines printed after an ``icl`` job, in the experiment's symbols, and the table per
+config point that aggregate writes (``icl_table.csv``) and the README quotes once published."""
 
 from __future__ import annotations
 
@@ -40,3 +41,26 @@ def summary_text(runs: pd.DataFrame, seconds: float) -> str:
         f"at the best GD step (eta* = {ok.gd1_step.iloc[0]:.4f}) {ok.pop_loss_gd1.iloc[0]:.4f}"
     )
     return "\n".join(lines)
+
+
+KEYS = ["icl.N", "icl.spectrum", "icl.parameterization", "icl.layers"]
+
+
+def table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per config point over its ok seeds: the error of the learned A against
+    Gamma^-1 (mean, largest), the least corr, the mean test losses of the model, of Gamma^-1,
+    of one fitted GD step and of the fitted L-step preconditioned GD, seconds per seed."""
+    ok = runs[runs.status == "ok"]
+    keys = [k for k in KEYS if k in runs]
+    out = ok.groupby(keys, sort=True).agg(
+        ok=("seed", "size"),
+        rel_err_mean=("rel_err_limit", "mean"),
+        rel_err_max=("rel_err_limit", "max"),
+        corr_min=("corr_limit", "min"),
+        icl_loss=("icl_loss", "mean"),
+        icl_loss_limit=("icl_loss_limit", "mean"),
+        icl_loss_gd1=("icl_loss_gd1", "mean"),
+        icl_loss_pgd=("icl_loss_pgd", "mean"),
+        seconds=("seconds", "mean"),
+    )
+    return out.reset_index()

@@ -8,7 +8,6 @@ final rank, and the nuclear-norm SVM at the tokens training selected (its rank, 
 
     python -m attnsvm.run experiment=rankdyn rankdyn.alpha=1e-3
     python -m attnsvm.run -m +sweeps=rankdyn
-    python -m attnsvm.experiments.rankdyn.grid outputs/rankdyn   # the same grid, no Hydra
 
 docs/rankdyn.md says what was found.
 """

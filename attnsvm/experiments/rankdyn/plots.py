@@ -72,10 +72,15 @@ def sv_figure(traj: pd.DataFrame, path: Path) -> Path:
 
 
 def figures(runs: pd.DataFrame, trajectory: pd.DataFrame, out_dir, sweep=None) -> list[Path]:
-    """Both figures for every shape in the sweep's concatenated trajectory table."""
+    """Both figures for every shape in the sweep's concatenated trajectory table, and its table
+    (``rankdyn_table.csv``: per config point, stages, ranks, corr; what docs/rankdyn.md and the
+    README quote once published)."""
+    from .summary import summary_table
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    summary_table(runs).round(6).to_csv(out_dir / "rankdyn_table.csv", index=False)
+    written = [out_dir / "rankdyn_table.csv"]
     for (n, T, d), traj in trajectory.groupby(["n", "T", "d"]):
         shape = f"{n}_{T}_{d}"
         if (traj[ALPHA] < 1).any():

@@ -1,5 +1,5 @@
 """What experiment ``rankdyn`` publishes (its entry's ``published()``): its sweep's row of the
-README experiment table and its headline row, from docs/results/rankdyn_summary.csv."""
+README experiment table and its headline row, from docs/results/rankdyn_table.csv."""
 
 from __future__ import annotations
 
@@ -39,6 +39,6 @@ SWEEPS = [
         "rankdyn: how the rank of K Qᵀ is learned from a small initialization (α = 1e-4..1, "
         "gd and ngd, (K,Q) vs the merged W)",
         (("(6,8,10)", "rankdyn_time_6_8_10.png"), ("(10,12,16)", "rankdyn_time_10_12_16.png")),
-        ("rankdyn_summary.csv", _row),
+        ("rankdyn_table.csv", _row),
     ),
 ]

@@ -120,3 +120,21 @@ def render_docs(text: str, table: pd.DataFrame) -> str:
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{docs_table(table)}\n{end}{tail}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m attnsvm.experiments.rankdyn.summary docs/rankdyn.md``: the page's table
+    rewritten from the published table (docs/results/rankdyn_table.csv, written by
+    ``python -m attnsvm.publish outputs/sweeps/rankdyn``)."""
+    import argparse
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
+    ap.add_argument("page", type=Path)
+    ap.add_argument("--table", type=Path, default=Path("docs/results/rankdyn_table.csv"))
+    args = ap.parse_args(argv)
+    args.page.write_text(render_docs(args.page.read_text(), pd.read_csv(args.table)))
+
+
+if __name__ == "__main__":
+    main()
