@@ -59,7 +59,8 @@ def test_the_experiments_cases_are_reported():
     table = bench_readme.readme_table({**record, "experiments": benches})
     row = "| icl, merged A, default job: seed-runs per CPU second, batched vs one seed at a time "
     assert f"{row}| 0.80 | 0.40 | 2.00× |" in table.splitlines()
-    assert table.startswith(bench_readme.readme_table(record))
+    without = {k: v for k, v in record.items() if k != "experiments"}
+    assert table.startswith(bench_readme.readme_table(without))  # the experiments rows last
 
 
 @pytest.mark.slow
