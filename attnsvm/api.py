@@ -42,12 +42,14 @@ def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):
     .config_hash, .seconds). With ``out_dir``, also write runs.parquet, trajectory.parquet and
     job.json there exactly as the CLI does; a list of overrides is composed first."""
     from attnsvm.config.input_checks import check_writable_dir
+    from attnsvm.config.resolve import resolve
     from attnsvm.data.sets import preflight
     from attnsvm.job import run_job as run_pipeline
     from attnsvm.results.store import job_record, write_result
 
     if not isinstance(cfg, RunConfig):
         cfg = compose(cfg)
+    cfg = resolve(cfg)  # job.json holds the resolved run, as the CLI's does
     preflight(cfg)  # as the CLI: a generator's wrong return fails before any work
     if out_dir is not None:
         check_writable_dir(out_dir, "out_dir")  # before training, not after

@@ -160,3 +160,23 @@ def test_the_paths_check_accepts_exactly_the_drawn_layouts():
     from attnsvm.data.sets.paths import PATHS_T
 
     assert tuple(PATHS_LAYOUTS) == PATHS_T
+
+
+def test_the_core_dataset_base_draws_and_preflights_as_the_default_data_set():
+    from attnsvm.config.schema import RunConfig as CoreRunConfig
+    from attnsvm.data.generators import accepted_seeds, make_instances
+
+    core = CoreRunConfig(seeds=2)
+    sets.preflight(core)  # nothing to check for the default data set, and no crash
+    inst = make_instances(core.dataset, accepted_seeds(core.dataset, 0, 2))
+    full = make_instances(DatasetConfig(), [0, 1])
+    assert inst.X.equal(full.X) and inst.opt.equal(full.opt)
+
+
+def test_a_key_two_data_sets_declare_is_read_by_both(monkeypatch):
+    """The registry's union of keys: a shared key is refused only under the others."""
+    _, field, kind = sets.own_keys()["K"]
+    monkeypatch.setattr(sets, "own_keys", lambda: {"K": (("nexttoken", "ramp"), field, kind)})
+    assert DatasetConfig(generator="nexttoken", K=6, n=6, T=4, d=8).K == 6
+    with pytest.raises(ConfigError, match="dataset.K is read by dataset=nexttoken or dataset=ramp"):
+        DatasetConfig(generator="random", K=6)

@@ -155,11 +155,11 @@ class SolverConfig:
     rank_rtol: float = 1e-6  # rank = #{sigma > rank_rtol * sigma_max}
     support_tol: float = 1e-6  # constraint active if margin <= 1 + support_tol
     feas_tol: float = 1e-6  # a solution must satisfy every margin >= 1 - feas_tol
-    norms: list[str] = field(default_factory=list)  # SVMs solved per seed (svm/norm_names.py)
+    norms: list[str] | None = None  # SVMs solved per seed; null: the default set (norm_names.py)
 
     def __post_init__(self) -> None:
         coerce_enums(self, "solver")
-        self.norms = [str(n) for n in self.norms]
+        self.norms = None if self.norms is None else [str(n) for n in self.norms]
         for key in ("tol", "rank_rtol", "support_tol", "feas_tol"):
             value = getattr(self, key)
             require(0 < value < 1, f"solver.{key}", "floats in (0, 1)", value)

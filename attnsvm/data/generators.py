@@ -203,7 +203,7 @@ def relu_accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]
 def accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
     """The first ``count`` seeds from ``first`` on that the data set accepts (its
     ``ACCEPTED_SEEDS``; every seed where it declares none)."""
-    accept = sets.hook(cfg.generator.value, "ACCEPTED_SEEDS")
+    accept = sets.hook(sets.name_of(cfg), "ACCEPTED_SEEDS")
     return list(range(first, first + count)) if accept is None else accept(cfg, first, count)
 
 
@@ -214,7 +214,7 @@ def make_instances(
     device: str | torch.device = "cpu",
 ) -> Instances:
     """Draw the instances of ``seeds`` with the configured data set and stack them."""
-    name = cfg.generator.value
+    name = sets.name_of(cfg)
     draw = sets.hook(name, "INSTANCES")
     if draw is None:
         raise NotImplementedError(f"dataset={name} is drawn by its own experiment only")

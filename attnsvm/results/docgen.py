@@ -179,7 +179,7 @@ def norm_choices() -> str:
     from attnsvm.svm.norm_names import BUILTIN, DEFAULT
 
     names = ", ".join(f"`{n}`" for n in BUILTIN)
-    return f"{names}, `l<p>` (p >= 1), or your `module.function`; empty: {', '.join(DEFAULT)}"
+    return f"{names}, `l<p>` (p >= 1), or your `module.function`; null: {', '.join(DEFAULT)}"
 
 
 def config_reference() -> str:

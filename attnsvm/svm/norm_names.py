@@ -2,7 +2,8 @@
 it without importing the solvers (attnsvm/svm/norms.py implements each name listed here).
 
     norm_names(["l3", "nuc"])    # ['fro', 'l3', 'nuc']: the feasibility oracle first
-    norm_names([])               # ['fro', 'nuc']: the default set
+    norm_names(None)             # ['fro', 'nuc']: the default set
+    norm_names([])               # ['fro']: the feasibility oracle alone
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from attnsvm.config.checks import require
 
 FEASIBILITY = "fro"  # always solved, first: its exact dual decides feasibility for every norm
 BUILTIN = ("fro", "nuc", "max", "spectral")  # besides the entrywise lp norms "l<p>"
-DEFAULT = ("fro", "nuc")  # what a job solves when solver.norms is left empty
+DEFAULT = ("fro", "nuc")  # what a job solves when solver.norms is null (not set)
 LP_NORM = re.compile(r"l(?P<p>\d+(\.\d+)?)")  # entrywise lp norm, p >= 1: l1, l1.75, l3
 
 
@@ -28,10 +29,10 @@ def is_builtin(name: str) -> bool:
 
 
 def norm_names(names, key: str = "solver.norms") -> list[str]:
-    """Built-in names or plug-in paths, without repeats, the feasibility oracle first; an empty
-    list is the default set. A plug-in path is imported and checked at resolution."""
+    """Built-in names or plug-in paths, without repeats, the feasibility oracle first; None is
+    the default set. A plug-in path is imported and checked at resolution."""
     out = [FEASIBILITY]
-    for name in map(str, names or DEFAULT):
+    for name in map(str, DEFAULT if names is None else names):
         p = lp_exponent(name)
         if p is not None:
             require(p >= 1, key, "l<p> with p >= 1 (l1, l1.75, l3)", name)

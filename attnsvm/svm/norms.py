@@ -171,8 +171,8 @@ def make_norm(name: str, cfg: SolverConfig):
 
 
 def make_norms(cfg: SolverConfig) -> list:
-    """The configured norms, Frobenius first (norm_names puts it there; an empty list is the
-    default set)."""
+    """The configured norms, Frobenius first (norm_names puts it there; None is the default
+    set)."""
     made = [make_norm(name, cfg) for name in norm_names(cfg.norms)]
     names = [column(norm.name) for norm in made]
     if len(set(names)) < len(names):

@@ -61,7 +61,12 @@ def _modules() -> dict[str, ModuleType]:
             module = importlib.import_module(f"{__name__}.{found.name}")
             out[getattr(module, "NAME", found.name)] = module
     for point in entry_points(group=GROUP):
-        out.setdefault(point.name, importlib.import_module(point.value))
+        if point.name in out:
+            raise ConfigError(f"the data set {point.name!r} of {point.value} shadows a built-in")
+        out[point.name] = importlib.import_module(point.value)
+    default = [n for n, m in out.items() if getattr(m, "DEFAULT", False)]
+    if len(default) != 1:
+        raise ConfigError(f"exactly one data set is the default (DEFAULT = True); got {default}")
     return out
 
 
@@ -81,6 +86,13 @@ def entry(name: str) -> ModuleType:
     return _modules()[name]
 
 
+def name_of(ds) -> str:
+    """The data set of a dataset group: a ``DatasetConfig``'s enum member, or the core's
+    ``DatasetBase`` string ("" for the default data set)."""
+    name = getattr(ds.generator, "value", ds.generator)
+    return name if name != "" else names()[0]
+
+
 def hook(name: str, key: str):
     """Data set ``name``'s ``"module:function"`` for ``key`` as a function, or None."""
     path = getattr(entry(name), key, None)
@@ -88,9 +100,11 @@ def hook(name: str, key: str):
 
 
 @cache
-def own_keys() -> dict[str, tuple[str, dataclasses.Field, object]]:
-    """key -> (data set, its field, its resolved type) for the keys only one data set reads
-    (two that declare the same key must agree on its type and default)."""
+def own_keys() -> dict[str, tuple[tuple[str, ...], dataclasses.Field, object]]:
+    """key -> (the data sets that read it, its field, its resolved type) for the keys beyond the
+    core's. Data sets that declare the same key must agree on its type and default; none may
+    redeclare a core key (its default enters every job hash)."""
+    core = {f.name for f in dataclasses.fields(DatasetBase)}
     out: dict = {}
     for name in sorted(names(), key=lambda n: (getattr(entry(n), "ORDER", float("inf")), n)):
         config = getattr(entry(name), "Config", None)
@@ -98,12 +112,15 @@ def own_keys() -> dict[str, tuple[str, dataclasses.Field, object]]:
             continue
         hints = typing.get_type_hints(config)
         for f in dataclasses.fields(config):
-            if f.name in out and (out[f.name][2], _default(out[f.name][1])) != (
-                hints[f.name],
-                _default(f),
-            ):
-                raise TypeError(f"dataset.{f.name}: {out[f.name][0]} and {name} disagree")
-            out.setdefault(f.name, (name, f, hints[f.name]))
+            if f.name in core:
+                raise TypeError(f"dataset={name} redeclares the core key dataset.{f.name}")
+            if f.name in out:
+                owners, first, kind = out[f.name]
+                if (kind, _default(first)) != (hints[f.name], _default(f)):
+                    raise TypeError(f"dataset.{f.name}: {owners[0]} and {name} disagree")
+                out[f.name] = ((*owners, name), first, kind)
+            else:
+                out[f.name] = ((name,), f, hints[f.name])
     return out
 
 
@@ -120,7 +137,7 @@ def generator_enum() -> type[Enum]:
 
 def _check(ds) -> None:
     """The core checks, then the chosen data set's: its keys only, and its own rules."""
-    if not ds.generator:  # the core's DatasetBase says "" for the default data set
+    if ds.generator == "":  # the core's DatasetBase says "" for the default data set
         ds.generator = names()[0]
     DatasetBase.__post_init__(ds)
     name = ds.generator.value
@@ -128,11 +145,12 @@ def _check(ds) -> None:
     if not getattr(module, "SHAPE_FROM_DATA", False):
         for key, low in (("n", 1), ("T", 2), ("d", 1)):
             require(getattr(ds, key) is not None, f"dataset.{key}", f"integers >= {low}", None)
-    for key, (owner, f, _) in own_keys().items():
-        if owner != name and getattr(ds, key) != _default(f):
+    for key, (owners, f, _) in own_keys().items():
+        if name not in owners and getattr(ds, key) != _default(f):
+            readers = " or ".join(f"dataset={o}" for o in owners)
             raise ConfigError(
-                f"dataset.{key} is read by dataset={owner} only; got dataset.generator={name}: "
-                f"set dataset={owner}, or drop dataset.{key}"
+                f"dataset.{key} is read by {readers} only; got dataset.generator={name}: "
+                f"set {readers}, or drop dataset.{key}"
             )
     check = getattr(module, "check", None)
     if check is not None:
@@ -175,7 +193,7 @@ def omegaconf_resolvers() -> dict[str, str]:
 
 def gives_values(run) -> bool:
     """Whether the run's data set gives the value matrix V that head=relu reads."""
-    values = getattr(entry(run.dataset.generator.value), "VALUES", False)
+    values = getattr(entry(name_of(run.dataset)), "VALUES", False)
     return later(values)(run) if isinstance(values, str) else bool(values)
 
 
@@ -192,6 +210,6 @@ def with_inits() -> list[str]:
 def preflight(run) -> None:
     """The data set's check of what it will draw, before a job directory is written (a user's
     generator called for two seeds): its ``PREFLIGHT``."""
-    check = hook(run.dataset.generator.value, "PREFLIGHT")
+    check = hook(name_of(run.dataset), "PREFLIGHT")
     if check is not None:
         check(run)
