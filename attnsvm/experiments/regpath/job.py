@@ -51,9 +51,7 @@ def _shrunk(*Ms: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
     float64 (a huge step, regpath.lr, makes finite entries whose norm is inf), and where: the
     same direction with a norm that can be computed; such a point lies outside every ball."""
     sq = sum(frob(M) ** 2 for M in Ms)
-    big = ~torch.isfinite(sq)
-    if not bool(big.any()):
-        return Ms, big
+    big = ~torch.isfinite(sq)  # no branch on it: the path never waits for a GPU
     top = torch.stack([M.abs().flatten(1).amax(-1) for M in Ms]).amax(0)[:, None, None]
     return tuple(torch.where(big[:, None, None], M / top, M) for M in Ms), big
 
