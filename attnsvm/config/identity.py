@@ -69,7 +69,8 @@ def config_hash(cfg) -> str:
     d = plain(cfg)
     for k in NON_RESULT_KEYS:
         d.pop(k, None)
-    for group, defaults in {**HASH_NEUTRAL_DEFAULTS, "dataset": hash_neutral_defaults()}.items():
+    neutral = {**HASH_NEUTRAL_DEFAULTS, "dataset": plain(hash_neutral_defaults())}
+    for group, defaults in neutral.items():
         for k, default in defaults.items():
             where = d if group == "" else d.get(group)
             if where is not None and where.get(k, default) == default:

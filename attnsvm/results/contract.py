@@ -72,3 +72,12 @@ def finish(run, result: JobResult) -> JobResult:
     runs = result.runs.assign(**{k: v for k, v in cols.items() if k not in result.runs})
     trajectory = result.trajectory.assign(config_hash=chash)
     return JobResult(runs, trajectory, chash, result.seconds, result.extra)
+
+
+def not_ok_lines(runs) -> list[str]:
+    """One summary line per status other than ok: how many seeds, and one seed's reason (the
+    ``status`` and ``reason`` every runs table carries)."""
+    return [
+        f"  {status}: {len(g)} seeds, e.g. seed {g.seed.iloc[0]}: {g.reason.iloc[0]}"
+        for status, g in runs[runs.status != "ok"].groupby("status")
+    ]

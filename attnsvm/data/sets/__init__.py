@@ -45,7 +45,7 @@ from functools import cache
 from importlib.metadata import entry_points
 from types import ModuleType
 
-from attnsvm.config.checks import ConfigError, require
+from attnsvm.config.checks import ConfigError, plain_name, require
 from attnsvm.config.plugins import later
 from attnsvm.config.schema import DatasetBase
 
@@ -79,7 +79,7 @@ def names() -> tuple[str, ...]:
 
 def entry(name: str) -> ModuleType:
     """The module of data set ``name``; a ConfigError lists the data sets."""
-    name = getattr(name, "value", name)
+    name = plain_name(name)
     if name not in _modules():
         accepted = ", ".join(names())
         raise ConfigError(f"dataset.generator={name!r} is invalid: accepted values are {accepted}")
@@ -89,7 +89,7 @@ def entry(name: str) -> ModuleType:
 def name_of(ds) -> str:
     """The data set of a dataset group: a ``DatasetConfig``'s enum member, or the core's
     ``DatasetBase`` string ("" for the default data set)."""
-    name = getattr(ds.generator, "value", ds.generator)
+    name = plain_name(ds.generator)
     return name if name != "" else names()[0]
 
 
@@ -178,12 +178,8 @@ def dataset_class() -> type:
 
 
 def hash_neutral_defaults() -> dict:
-    """The data sets' own keys at their defaults, as the job hash sees them (plain values)."""
-    return {key: _plain(_default(f)) for key, (_, f, _) in own_keys().items()}
-
-
-def _plain(value):
-    return value.value if isinstance(value, Enum) else value
+    """The data sets' own keys at their defaults (the job hash leaves them out there)."""
+    return {key: _default(f) for key, (_, f, _) in own_keys().items()}
 
 
 def omegaconf_resolvers() -> dict[str, str]:

@@ -300,14 +300,15 @@ def run_job(cfg: RunConfig, progress=None):
 
 def summary_text(runs: pd.DataFrame, seconds: float) -> str:
     """Accepted/tried counts and final 1 - corr of the three SVMs over accepted seeds."""
+    from attnsvm.results.contract import not_ok_lines
+
     first, ok = runs.iloc[0], runs[runs.status == "ok"]
     lines = [
         f"attnsvm multitoken: n={first.n} T={first['T']} d={first.d}, head={first['head']}, "
         f"{first['optimizer.steps']} {first.optimizer} steps",
         f"  accepted {len(ok)} of {len(runs)} seeds tried (published acceptance filters)",
     ]
-    for status, g in runs[runs.status != "ok"].groupby("status"):
-        lines.append(f"  {status}: {len(g)} seeds, e.g. seed {g.seed.iloc[0]}: {g.reason.iloc[0]}")
+    lines += not_ok_lines(runs)
     for key, name in (("corr_svmeq", "W^SVMeq"), ("corr_dir", "W^dir"), ("corr_1token", "W^1tok")):
         if key not in ok or ok.empty:
             continue  # no seed reached the analysis (e.g. every one diverged)

@@ -47,9 +47,10 @@ def _highest(joined) -> float:
 
 def summary_text(runs: pd.DataFrame, seconds: float) -> str:
     """Printed after a job: per config point, stages, ranks and corr_nuc."""
+    from attnsvm.results.contract import not_ok_lines
+
     lines = [f"rankdyn: {len(runs)} seeds in {seconds:.1f} s"]
-    for status, g in runs[runs.status != "ok"].groupby("status"):
-        lines.append(f"  {status}: {len(g)} seeds, e.g. seed {g.seed.iloc[0]}: {g.reason.iloc[0]}")
+    lines += not_ok_lines(runs)
     for _, row in summary_table(runs).iterrows():
         if not row.seeds > 0:
             lines.append(f"  {row['rankdyn.parameterization']} {row['rankdyn.rule']}: no ok seed")

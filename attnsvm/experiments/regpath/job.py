@@ -358,6 +358,8 @@ def _job_result(cfg: RunConfig, rows: list[dict], trajs: list, n_seeds: int, t0:
 def summary_text(runs: pd.DataFrame, seconds: float) -> str:
     """End-of-path correlations with the SVM matching the parameterization; the seeds that
     are not ok counted by status, with a reason."""
+    from attnsvm.results.contract import not_ok_lines
+
     first, ok = runs.iloc[0], runs[runs.status == "ok"]
     svm_name = "W^mm_* (nuclear)" if first.parameterization == "kq" else "W^mm (Frobenius)"
     lines = [
@@ -365,8 +367,7 @@ def summary_text(runs: pd.DataFrame, seconds: float) -> str:
         f"parameterization={first.parameterization}, head={first['head']}, "
         f"R up to {first.r_max:g}, {len(runs)} seeds ({len(ok)} ok)",
     ]
-    for status, g in runs[runs.status != "ok"].groupby("status"):
-        lines.append(f"  {status}: {len(g)} seeds, e.g. seed {g.seed.iloc[0]}: {g.reason.iloc[0]}")
+    lines += not_ok_lines(runs)
     if len(ok):
         lines += [
             f"  largest R before the gradient underflows (r_end): median {ok.r_end.median():.4g}",
