@@ -32,9 +32,9 @@ def test_pivoting_is_the_nnls_dual(seed):
     dx, zq, _ = svm.constraints(X, Z, alpha)
     assert len(dx) >= sdp.LARGE_M  # the route w_mm takes
     mu = lcp.svm_dual(dx, zq)
-    u, slack = svm._ldp_dual(dx, zq)
+    u, slack, scale = svm._ldp_dual(dx, zq)
     assert mu is not None and slack > 1e-12
-    np.testing.assert_allclose(mu, u / slack, atol=1e-9 * np.abs(mu).max())
+    np.testing.assert_allclose(mu, u / (slack * scale), atol=1e-9 * np.abs(mu).max())
     s = ((dx @ dx.T) * (zq @ zq.T)) @ mu - 1  # complementarity: the KKT point itself
     assert mu.min() >= 0 and s.min() > -1e-9 and np.abs(mu * s).max() < 1e-9
 

@@ -48,12 +48,14 @@ def solver_kwargs(cfg: SolverConfig) -> dict:
 def solve(problem: cp.Problem, cfg: SolverConfig) -> tuple[str, str]:
     """Solve ``problem``; (status, reason) with status optimal, inaccurate (a point that the
     solver could not certify to tolerance), infeasible (the solver's certificate) or
-    solver_error (an exception, or no point at all)."""
+    solver_error (an exception, or no point at all). Never warm-started: cvxpy would update
+    the solver it kept from the model's previous solve, whose data (scaling) then changes this
+    answer's bits, so a seed's result would depend on the seeds solved before it."""
     name = solver_name(cfg)
     try:
         with warnings.catch_warnings():  # an inaccurate solve is reported in the status instead
             warnings.simplefilter("ignore", UserWarning)
-            problem.solve(solver=name, **solver_kwargs(cfg))
+            problem.solve(solver=name, warm_start=False, **solver_kwargs(cfg))
     except cp.error.SolverError as exc:
         return SOLVER_ERROR, f"{name}: {exc}"
     status = problem.status

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import cvxpy as cp
 import numpy as np
@@ -26,6 +27,7 @@ from attnsvm.config.checks import ConfigError
 from attnsvm.config.enums import Backend
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import SolverConfig
+from attnsvm.runtime import limit_threads
 from attnsvm.svm import cvx
 from attnsvm.svm import solve as svm
 from attnsvm.svm.norm_names import BUILTIN as NAMES
@@ -38,12 +40,12 @@ def column(name: str) -> str:
 
 
 class Frobenius:
-    """W^mm: exact, by the non-negative least-squares dual (svm.w_mm)."""
+    """W^mm: exact, batched and certified (svm.w_mm_batch), else the least-distance dual."""
 
     name = "fro"
 
     def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
-        return [svm.w_mm(X, Z, alpha, cfg) for X, Z, alpha in problems]
+        return svm.w_mm_batch(problems, cfg)
 
     def value(self, W: np.ndarray) -> np.ndarray:
         if W.ndim == 2:  # np.linalg.norm's own (dot-product) sum, as norm_fro always had
@@ -191,6 +193,19 @@ def values(norm, Ws: np.ndarray) -> np.ndarray:
 def infeasible(name: str, reason: str = "Frobenius SVM infeasible") -> svm.SVMSolution:
     """The solution of a norm that is not solved because no W separates alpha."""
     return svm.SVMSolution(name, svm.INFEASIBLE, reason=reason)
+
+
+def solve_spread(make, problems: list, cfg: SolverConfig, workers: int = 1) -> list[dict]:
+    """``solve_all`` over ``workers`` threads, each on a contiguous share of ``problems`` with
+    its own norms (``make()``: a norm may keep compiled models). Every solver's answer for an
+    instance is independent of its batch mates and LAPACK runs on one thread per worker, so
+    the bits are those of ``workers=1``."""
+    if workers <= 1 or len(problems) < 2:
+        return solve_all(make(), problems, cfg)
+    shares = [s for s in np.array_split(np.arange(len(problems)), workers) if len(s)]
+    with limit_threads(1), ThreadPoolExecutor(len(shares)) as pool:
+        parts = pool.map(lambda share: solve_all(make(), [problems[k] for k in share], cfg), shares)
+        return [sols for part in parts for sols in part]
 
 
 def solve_all(norms: list, problems: list, cfg: SolverConfig) -> list[dict]:

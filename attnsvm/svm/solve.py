@@ -28,9 +28,12 @@ from scipy.optimize import nnls
 
 from attnsvm.config.enums import Backend, FroMethod
 from attnsvm.config.schema import SolverConfig
-from attnsvm.svm import cvx, lcp
+from attnsvm.svm import cvx, fro_batch, lcp
 from attnsvm.svm.cvx import INACCURATE, INFEASIBLE, OPTIMAL, SOLVER_ERROR
+from attnsvm.svm.fro_batch import BATCHED
 from attnsvm.svm.nuclear_ipm import LARGE_M, nuclear_svm_batch
+
+HULL_TOL = 1e-6  # an infeasibility certificate: 0 within this of conv{A_j / max |A_j|}
 
 
 @dataclass
@@ -44,6 +47,7 @@ class SVMSolution:
     rank: int | None = None
     seconds: float = 0.0
     reason: str = ""
+    path: str = "reference"  # who solved it: "batched" (certified) or the reference path
 
     @property
     def ok(self) -> bool:
@@ -99,6 +103,35 @@ def w_mm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> 
     return check_solution(sol, X, Z, alpha, cfg) if sol.W is not None else sol
 
 
+def w_mm_batch(problems, cfg: SolverConfig) -> list[SVMSolution]:
+    """W^mm of many (X, Z, alpha): instances of one constraint shape below LARGE_M constraints
+    in one batched, certified solve (fro_batch.py); the rest, and any instance the batch could
+    not certify, by the reference path (``w_mm``)."""
+    t0 = time.perf_counter()
+    sols: list[SVMSolution | None] = [None] * len(problems)
+    groups: dict[tuple, list] = {}
+    if cfg.frobenius != FroMethod.cvxpy:
+        for k, (X, Z, alpha) in enumerate(problems):
+            dx, zq, _ = constraints(X, Z, alpha)
+            if 0 < len(dx) < LARGE_M:
+                groups.setdefault(dx.shape, []).append((k, dx, zq))
+    for items in groups.values():
+        Ws, ok = fro_batch.fro_svm_batch(*(np.stack([it[c] for it in items]) for c in (1, 2)))
+        for (k, *_), W, good in zip(items, Ws, ok, strict=True):
+            if good:
+                sol = SVMSolution("fro", OPTIMAL, W=W, path=BATCHED)
+                sols[k] = check_solution(sol, *problems[k], cfg)
+    seconds = (time.perf_counter() - t0) / max(len(problems), 1)
+    for k, sol in enumerate(sols):
+        if sol is None or sol.status != OPTIMAL:  # uncertified: the reference path decides
+            sols[k] = w_mm(*problems[k], cfg)
+            if sol is not None:
+                sols[k].reason = f"batched: {sol.reason}; reference: {sols[k].reason or 'ok'}"
+        else:
+            sol.seconds = seconds
+    return sols
+
+
 def least_distance_dual(
     gram: np.ndarray, rhs: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
@@ -107,7 +140,8 @@ def least_distance_dual(
     Hanson, ch. 23).
 
     Returns u and the slack 1 - b^T u, the residual's last entry: 0 iff no w satisfies every
-    constraint (for b = 1: 0 is in conv{A_j}, whatever the norm); else w = A^T u / slack."""
+    constraint (for b = 1: 0 is in conv{A_j}, whatever the norm); else w = A^T u / slack.
+    The slack's scale is the Gram matrix's: callers scale it (``_ldp_dual``)."""
     evals, evecs = np.linalg.eigh(gram)
     M = np.sqrt(np.clip(evals, 0, None))[:, None] * evecs.T  # (m, m), M^T M = gram
     m = gram.shape[0]
@@ -119,22 +153,47 @@ def least_distance_dual(
     return u, 1.0 - (u.sum() if rhs is None else b @ u)  # u.sum(): the bits b = 1 always had
 
 
-def _ldp_dual(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, float]:
-    """``least_distance_dual`` of the attention SVM: <A_j, A_k> = (dx_j . dx_k)(z_j . z_k)."""
-    return least_distance_dual((dx @ dx.T) * (zq @ zq.T))
+def _ldp_dual(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """``least_distance_dual`` of the attention SVM (<A_j, A_k> = (dx_j . dx_k)(z_j . z_k)) in
+    units where the largest |A_j| is 1, so its slack does not depend on the data's scale.
+    Returns u, the slack and the scale s: the unscaled dual is u / (slack s)."""
+    gram = (dx @ dx.T) * (zq @ zq.T)
+    scale = float(gram.diagonal().max()) if len(gram) else 0.0
+    if not scale > 0:
+        return np.zeros(len(gram)), 0.0, 1.0
+    u, slack = least_distance_dual(gram / scale)
+    return u, slack, scale
+
+
+def hull_certificate(dx: np.ndarray, zq: np.ndarray, u: np.ndarray) -> float:
+    """|sum_j c_j A_j| / max_j |A_j| for the convex weights c = u / sum(u): how far the point
+    of conv{A_j} that ``u`` names lies from 0, in the constraints' own scale. Near 0 it
+    certifies that no W satisfies every constraint (0 is in the hull)."""
+    total = float(u.sum())
+    if not total > 0:
+        return np.inf
+    gram = (dx @ dx.T) * (zq @ zq.T)
+    c = u / total
+    return float(np.sqrt(max(c @ gram @ c, 0.0) / gram.diagonal().max()))
 
 
 def _fro_nnls(X, Z, alpha) -> SVMSolution:
     """W^mm = sum_j mu_j A_j with mu the least-distance dual scaled by its slack; from LARGE_M
-    constraints on, mu by block principal pivoting (lcp.py) when it ends, 20x faster."""
+    constraints on, mu by block principal pivoting (lcp.py) when it ends, 20x faster.
+    ``infeasible`` only with a certificate (``hull_certificate`` <= HULL_TOL); a slack that
+    vanishes without one is a solver error."""
     dx, zq, _ = constraints(X, Z, alpha)
     mu = lcp.svm_dual(dx, zq) if len(dx) >= LARGE_M else None
     if mu is None:
-        u, slack = _ldp_dual(dx, zq)
+        u, slack, scale = _ldp_dual(dx, zq)
         if slack <= 1e-12:
-            reason = "0 lies in the convex hull of the constraints"
-            return SVMSolution("fro", INFEASIBLE, reason=reason)
-        mu = u / slack  # dual variables of the constraints
+            gap = hull_certificate(dx, zq, u)
+            if gap <= HULL_TOL:
+                reason = f"0 lies in the convex hull of the constraints (to {gap:.1e})"
+                return SVMSolution("fro", INFEASIBLE, reason=reason)
+            reason = f"least-distance dual: slack {slack:.1e} without a certificate ({gap:.1e})"
+            return SVMSolution("fro", SOLVER_ERROR, reason=reason)
+        mu = u / (slack * scale)  # dual variables of the constraints
     W = (dx * mu[:, None]).T @ zq  # (d, d) sum_j mu_j dx_j z_j^T
     return SVMSolution("fro", OPTIMAL, W=W)
 
@@ -205,8 +264,10 @@ def w_mm_nuc_batch(
         U, V = _reduced_basis(dx), _reduced_basis(Z)  # (d, p), (d, q)
         if U.shape[1] == 0 or V.shape[1] == 0:
             sols[k] = SVMSolution("nuc", INFEASIBLE, reason="every constraint matrix is zero")
-        elif not (feasible[k] if feasible is not None else _ldp_dual(dx, zq)[1] > 1e-12):
-            sols[k] = SVMSolution("nuc", INFEASIBLE, reason="0 lies in the convex hull of A_j")
+        elif feasible is None and not (fro_k := _fro_nnls(X, Z, alpha)).ok:
+            sols[k] = SVMSolution("nuc", fro_k.status, reason=f"Frobenius SVM: {fro_k.reason}")
+        elif feasible is not None and not feasible[k]:
+            sols[k] = SVMSolution("nuc", INFEASIBLE, reason="Frobenius SVM infeasible")
         else:
             shape = (len(dx), U.shape[1], V.shape[1], len(Z))
             start = _support_start(fro[k] if fro else None, ids, cfg)
@@ -217,8 +278,8 @@ def w_mm_nuc_batch(
             a, b, rows, tol=cfg.tol, max_iter=cfg.max_iters, start=start
         )
         for (k, *_, U, V), W, st in zip(items, Wr, status, strict=True):
-            if st == OPTIMAL:
-                sols[k] = SVMSolution("nuc", OPTIMAL, W=U @ W @ V.T)
+            if st == OPTIMAL:  # gap and residuals certified <= tol; margins checked below
+                sols[k] = SVMSolution("nuc", OPTIMAL, W=U @ W @ V.T, path=BATCHED)
             else:  # rare: the plain per-instance model decides
                 sols[k] = reduced_cvx_svm(*problems[k], cfg, "nuc")
                 sols[k].reason = f"interior point {st}; cvxpy: {sols[k].reason or 'ok'}"

@@ -65,19 +65,24 @@ def solve_svms(
     where: str = "at opt",
 ) -> dict:
     """Every configured norm's SVM (attnsvm/svm/norms.py) for every seed position r in ``alphas``
-    (r -> alpha (n,)): {r: {norm name: SVMSolution}}. Norms that batch (the nuclear interior
-    point) solve all seeds in one call; with a visibility mask (sequential attention) only
+    (r -> alpha (n,)): {r: {norm name: SVMSolution}}, spread over ``cfg.threads`` workers.
+    Norms that batch (Frobenius, the nuclear interior point) solve a worker's seeds in one
+    call; with a visibility mask (sequential attention) only
     visible tokens are constrained. ``report`` hears of each norm's calls, as the SVMs
     ``where``."""
     X, Z = inst.K.cpu().double().numpy(), inst.Z.cpu().double().numpy()  # keys: x~ for p
     rs = list(alphas)
     masks = {r: _mask(inst, r) for r in rs}
     problems = [masked_problem(X[r], Z[r], alphas[r], masks[r]) for r in rs]
-    made = norms.make_norms(cfg.solver)
+    names = [norm.name for norm in norms.make_norms(cfg.solver)]
     if report is not None and problems:
-        report.start_svms(where, {norm.name: len(problems) for norm in made})
-        made = [Reported(norm, report) for norm in made]
-    solved = norms.solve_all(made, problems, cfg.solver)
+        report.start_svms(where, {name: len(problems) for name in names})
+
+    def made():  # one set per worker (solve_spread): a norm may keep compiled models
+        each = norms.make_norms(cfg.solver)
+        return each if report is None else [Reported(norm, report) for norm in each]
+
+    solved = norms.solve_spread(made, problems, cfg.solver, cfg.threads)
     for r, sols in zip(rs, solved, strict=True):
         for sol in sols.values():
             unmask(sol, X[r], Z[r], alphas[r], masks[r])
@@ -110,6 +115,7 @@ def opt_svm_columns(cfg: RunConfig, at_opt: dict[str, svm.SVMSolution]) -> dict:
     named = [(norms.column(name), sol) for name, sol in at_opt.items()]
     cols.update({f"rank_{c}": sol.rank for c, sol in named})
     cols.update({f"svm_status_{c}": sol.status for c, sol in named})
+    cols.update({f"svm_path_{c}": sol.path for c, sol in named})
     values = {n.name: n.value for n in norms.make_norms(cfg.solver)}
     cols.update(
         {f"norm_{c}": float(values[sol.norm](sol.W)) if sol.ok else None for c, sol in named}
@@ -156,6 +162,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "reason": reason,
         **opt_svm_columns(cfg, at_opt),
         **{f"rank_{c}_sel": at_sel[name].rank for c, name in columns.items()},
+        **{f"svm_path_{c}_sel": at_sel[name].path for c, name in columns.items()},
         **{k: float(v[-1]) for k, v in curves.items()},
         **{f"rate_{c}": metrics.rate(traj.steps, curves[f"corr_{c}"]) for c in columns},
         "softmax_max": float(traj.softmax_max[-1, r]),
