@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from threadpoolctl import threadpool_limits
 
-from attnsvm.bench import report
+from attnsvm.bench import report, stage
 from attnsvm.bench import scale as bench_scale
 from attnsvm.bench.experiment_cases import (
     experiment_benches,
@@ -54,6 +54,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--readme", default="", help="also rewrite this README's speed table from the results"
     )
+    ap.add_argument(
+        "--only", choices=["stage"], help="only these rows (stage: the SVM stage and job start)"
+    )
     return ap.parse_args(argv)
 
 
@@ -77,8 +80,21 @@ def _measure(quick: bool, emit) -> report.Results:
     experiments = experiment_benches(quick)
     return report.Results(
         tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem, nt, joint,
-        scale, experiments,
+        scale, experiments, *_stage(quick),
     )  # fmt: skip
+
+
+def _stage(quick: bool) -> tuple[list, dict]:
+    """The SVM-stage rows (one thread per worker) and the job-start row."""
+    with threadpool_limits(limits=1):
+        rows = stage.svm_stage(quick)
+    return rows, stage.job_start()
+
+
+def _only_stage(quick: bool, emit) -> str:
+    """``--only stage``: the SVM-stage table and the job-start line, nothing written."""
+    stage.emit_stage(emit, *_stage(quick))
+    return ""
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -95,6 +111,8 @@ def main(argv: list[str] | None = None) -> str:
     emit(f"Machine: {machine()}; {load()} at start; {stamp}")
     emit(f"Mode: {'quick (samples scaled up)' if args.quick else 'published settings'}")
     emit()
+    if args.only == "stage":
+        return _only_stage(args.quick, emit)
     res = _measure(args.quick, emit)
     report.emit_experiments(emit, res, args.quick)
     report.emit_throughput(emit, res.throughput, res.builds)
@@ -102,6 +120,7 @@ def main(argv: list[str] | None = None) -> str:
     report.emit_experiment_benches(emit, res.experiments)
     report.emit_large_svms(emit, res.large)
     bench_scale.emit_table(emit, res.scale)
+    stage.emit_stage(emit, res.stage, res.start)
     emit(f"Finished with {load()}.")
     text = "\n".join(lines) + "\n"
     record = report.record(res, stamp, args.quick)

@@ -29,6 +29,8 @@ class Results:
     joint: dict = field(default_factory=dict)  # joint_training
     scale: list = field(default_factory=list)  # bench_scale.measure
     experiments: dict = field(default_factory=dict)  # experiment_benches
+    stage: list = field(default_factory=list)  # stage.svm_stage
+    start: dict = field(default_factory=dict)  # stage.job_start
 
 
 def emit_ratios(emit, tr: dict, sv: dict) -> None:
@@ -176,6 +178,8 @@ def record(r: Results, stamp: str, quick: bool) -> dict:
         "large_s": {name: t.wall for name, (_, t, _, _) in r.large.items()},
         "scale": r.scale,
         "experiments": r.experiments,
+        "svm_stage": [{**row, "size": list(row["size"])} for row in r.stage],
+        "job_start": r.start,
     }
 
 

@@ -1,23 +1,24 @@
-"""Versions recorded next to every result."""
+"""Versions recorded next to every result: read from the installed metadata, so that a job
+that never builds a cvxpy model does not import cvxpy (2 s) to write its version."""
 
 import platform
+from importlib.metadata import PackageNotFoundError, version
 
-import cvxpy
 import numpy
-import scipy
 import torch
 
 
-def versions() -> dict:
-    import clarabel
-    import scs
+def _installed(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
 
+
+def versions() -> dict:
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": numpy.__version__,
-        "scipy": scipy.__version__,
-        "cvxpy": cvxpy.__version__,
-        "clarabel": clarabel.__version__,
-        "scs": scs.__version__,
+        **{name: _installed(name) for name in ("scipy", "cvxpy", "clarabel", "scs")},
     }

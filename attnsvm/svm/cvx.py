@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-import cvxpy as cp
 import numpy as np
-from scipy.optimize import linprog
 
 from attnsvm.config.enums import Backend
 from attnsvm.config.schema import SolverConfig
+
+if TYPE_CHECKING:  # cvxpy (2 s) and scipy.optimize are imported by the calls that use them
+    import cvxpy as cp
 
 OPTIMAL, INFEASIBLE, INACCURATE, SOLVER_ERROR = (
     "optimal",
@@ -51,6 +53,8 @@ def solve(problem: cp.Problem, cfg: SolverConfig) -> tuple[str, str]:
     solver_error (an exception, or no point at all). Never warm-started: cvxpy would update
     the solver it kept from the model's previous solve, whose data (scaling) then changes this
     answer's bits, so a seed's result would depend on the seeds solved before it."""
+    import cvxpy as cp
+
     name = solver_name(cfg)
     try:
         with warnings.catch_warnings():  # an inaccurate solve is reported in the status instead
@@ -90,6 +94,8 @@ LP_STATUS = {2: INFEASIBLE}  # scipy.optimize.linprog: 0 optimal, 2 infeasible, 
 def solve_lp(c: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray, bounds=(None, None)):
     """min c^T x s.t. A_ub x <= b_ub by HiGHS' dual simplex: a vertex solution exact to
     rounding (an interior point stops at its tolerance). (status, x or None, reason)."""
+    from scipy.optimize import linprog
+
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs-ds")
     if res.status == 0:
         return OPTIMAL, res.x, ""

@@ -22,9 +22,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import cvxpy as cp
 import numpy as np
-from scipy.optimize import nnls
 
 from attnsvm.config.enums import Backend, FroMethod
 from attnsvm.config.schema import SolverConfig
@@ -142,6 +140,8 @@ def least_distance_dual(
     Returns u and the slack 1 - b^T u, the residual's last entry: 0 iff no w satisfies every
     constraint (for b = 1: 0 is in conv{A_j}, whatever the norm); else w = A^T u / slack.
     The slack's scale is the Gram matrix's: callers scale it (``_ldp_dual``)."""
+    from scipy.optimize import nnls
+
     evals, evecs = np.linalg.eigh(gram)
     M = np.sqrt(np.clip(evals, 0, None))[:, None] * evecs.T  # (m, m), M^T M = gram
     m = gram.shape[0]
@@ -303,6 +303,8 @@ def reduced_cvx_svm(X, Z, alpha, cfg: SolverConfig, norm: str, ladder: bool = Fa
     """cvxpy model in the reduced space: one matrix inequality A_red vec(W_red) >= 1. The
     reduction keeps the optimum of a unitarily invariant norm: fro, nuc, spectral. ``ladder``:
     retry an uncertified solve at a looser tolerance (cvx.solve_laddered)."""
+    import cvxpy as cp  # here: a job that builds no model never pays its import
+
     dx, zq, _ = constraints(X, Z, alpha)
     U, V = _reduced_basis(dx), _reduced_basis(Z)  # (d, p), (d, q)
     p, q = U.shape[1], V.shape[1]
@@ -355,6 +357,8 @@ def v_mm(rows: np.ndarray, p: float, cfg: SolverConfig) -> np.ndarray | None:
     if p == 2:
         u, slack = least_distance_dual(rows @ rows.T)
         return rows.T @ u / slack if slack > 1e-12 else None
+    import cvxpy as cp
+
     v = cp.Variable(rows.shape[1])
     status, _ = cvx.solve(cp.Problem(cp.Minimize(cp.pnorm(v, p)), [rows @ v >= 1]), cfg)
     return np.array(v.value) if status in (OPTIMAL, INACCURATE) else None

@@ -1,0 +1,157 @@
+"""The bench's SVM-stage and job-start rows: what a job pays after training, per seed.
+
+At each size the same instances are trained (the default gd step rule, fused engine, one
+thread) and their SVMs at alpha = opt solved three ways: the reference (one seed at a time:
+svm.w_mm, and the nuclear interior point on a batch of one), batched on one worker
+(norms.solve_spread, workers=1) and batched on every core (workers=os.cpu_count()). The
+batched answers are checked against the reference (statuses, 1 - corr) and the N-worker bits
+against the 1-worker bits. The job-start row times whole processes: ``python -c "import
+torch"`` against ``python -m attnsvm.run`` (the default job), the best of three each.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from attnsvm.bench.timing import timed
+from attnsvm.config import (
+    DatasetConfig,
+    HeadConfig,
+    OptimizerConfig,
+    ParameterizationConfig,
+    SolverConfig,
+)
+from attnsvm.config.enums import Engine
+from attnsvm.data.generators import make_instances
+from attnsvm.svm import norms
+from attnsvm.svm import solve as svm
+from attnsvm.svm.nuclear_ipm import LARGE_M
+from attnsvm.train.heads import make_head
+from attnsvm.train.loop import train
+
+SIZES = {  # (n, T, d): seeds (full, quick)
+    (6, 8, 10): (256, 64),
+    (64, 16, 64): (8, 2),
+    (100, 32, 128): (2, 2),
+}
+
+
+def _reference(problems: list, cfg: SolverConfig) -> list[dict]:
+    """One seed at a time: the exact Frobenius dual, then the interior point on a batch of one."""
+    out = []
+    for p in problems:
+        fro = svm.w_mm(*p, cfg)
+        nuc = svm.w_mm_nuc_batch([p], cfg, [True], [fro])[0] if fro.ok else norms.infeasible("nuc")
+        out.append({"fro": fro, "nuc": nuc})
+    return out
+
+
+def _worst(got: list[dict], want: list[dict]) -> tuple[int, float]:
+    """Status disagreements and the largest 1 - corr of W between two answers."""
+    diffs, worst = 0, 0.0
+    for a, b in zip(got, want, strict=True):
+        for name in ("fro", "nuc"):
+            diffs += a[name].status != b[name].status
+            if a[name].ok and b[name].ok:
+                x, y = a[name].W, b[name].W
+                worst = max(worst, 1 - float(np.sum(x * y) / np.linalg.norm(x) / np.linalg.norm(y)))
+    return diffs, worst
+
+
+def _same_bits(a: list[dict], b: list[dict]) -> bool:
+    return all(
+        (x[k].W is None and y[k].W is None) or np.array_equal(x[k].W, y[k].W)
+        for x, y in zip(a, b, strict=True)
+        for k in x
+    )
+
+
+def svm_stage(quick: bool) -> list[dict]:
+    """One row per size: seconds per seed of training and of the SVMs each way."""
+    cfg, workers = SolverConfig(), os.cpu_count() or 1
+    rows = []
+    for (n, T, d), counts in SIZES.items():
+        seeds = counts[1] if quick else counts[0]
+        inst = make_instances(DatasetConfig(n=n, T=T, d=d), list(range(seeds)))
+        ocfg = OptimizerConfig(steps=300 if quick else 2000)
+        head, pcfg = make_head(HeadConfig(), inst), ParameterizationConfig()
+        trained = timed(train, inst, head, pcfg, ocfg, engine=Engine.fused).wall * 2000 / ocfg.steps
+        X, Z, opt = inst.X.double().numpy(), inst.Z.double().numpy(), inst.opt.numpy()
+        problems = [(X[r], Z[r], opt[r]) for r in range(seeds)]
+        make = lambda: norms.make_norms(cfg)  # noqa: E731
+        t0 = time.perf_counter()
+        one = norms.solve_spread(make, problems, cfg, 1)
+        t_one = time.perf_counter() - t0
+        alone = n * (T - 1) >= LARGE_M  # solved one instance at a time either way: one route
+        t0 = time.perf_counter()
+        ref = one if alone else _reference(problems, cfg)
+        t_ref = t_one if alone else time.perf_counter() - t0
+        t_all = timed(norms.solve_spread, make, problems, cfg, workers)
+        many = norms.solve_spread(make, problems, cfg, workers)
+        diffs, worst = _worst(one, ref)
+        rows.append(
+            dict(
+                size=(n, T, d), seeds=seeds, workers=workers, train=trained / seeds,
+                reference=t_ref / seeds, batched=t_one / seeds, spread=t_all.wall / seeds,
+                one_route=alone,
+                status_diffs=diffs, one_minus_corr=worst, same_bits=_same_bits(one, many),
+                batched_paths=sum(s["fro"].path == "batched" for s in one),
+            )
+        )  # fmt: skip
+    return rows
+
+
+def job_start(repeats: int = 3) -> dict:
+    """Best-of-``repeats`` wall seconds of ``import torch`` and of the default job's process."""
+
+    def best(cmd: list[str]) -> float:
+        times = []
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.perf_counter()
+                subprocess.run(
+                    cmd + ([f"hydra.run.dir={tmp}/job"] if "attnsvm.run" in cmd else []),
+                    check=True, capture_output=True, cwd=tmp,
+                )  # fmt: skip
+                times.append(time.perf_counter() - t0)
+        return min(times)
+
+    torch_s = best([sys.executable, "-c", "import torch"])
+    job_s = best([sys.executable, "-m", "attnsvm.run"])
+    return {"import_torch": torch_s, "default_job": job_s, "ratio": job_s / torch_s}
+
+
+def emit_stage(emit, rows: list[dict], start: dict) -> None:
+    """The SVM-stage table and the job-start line."""
+    emit("SVM stage per seed (Frobenius + nuclear SVM at alpha = opt; wall seconds per seed):")
+    emit()
+    emit("| (n,T,d) | seeds | training | reference | batched, 1 worker | batched, "
+         "all workers | SVMs / training (1 worker) | reference / batched | 1 / all workers "
+         "| checks |")  # fmt: skip
+    emit("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        checks = (
+            ("one route (per instance above LARGE_M constraints); " if r["one_route"] else "")
+            + f"{r['status_diffs']} status diffs, 1-corr <= {r['one_minus_corr']:.1e}, "
+            f"bits {'identical' if r['same_bits'] else 'DIFFER'} across workers, "
+            f"{r['batched_paths']}/{r['seeds']} Frobenius batched"
+        )
+        emit(
+            f"| {r['size']} | {r['seeds']} | {r['train'] * 1e3:.2f} ms | "
+            f"{r['reference'] * 1e3:.2f} ms | {r['batched'] * 1e3:.2f} ms | "
+            f"{r['spread'] * 1e3:.2f} ms ({r['workers']}) | {r['batched'] / r['train']:.2f}x | "
+            f"{r['reference'] / r['batched']:.2f}x | {r['batched'] / r['spread']:.2f}x | {checks} |"
+        )
+    emit()
+    emit(
+        f"Job start: `python -c 'import torch'` {start['import_torch']:.2f} s, the default job's "
+        f"whole process (`python -m attnsvm.run`) {start['default_job']:.2f} s: "
+        f"{start['ratio']:.2f}x (best of 3 each)."
+    )
+    emit()
