@@ -215,21 +215,30 @@ a busy machine), which a Hydra multirun pays once per worker as well.
 - **BLAS threads**: `threads` also bounds numpy/scipy's OpenBLAS pools (threadpoolctl). With the
   default two BLAS threads on two busy cores, a 380 x 380 `eigh` took 6.9 s instead of 0.045 s
   and the (20,20,200) nuclear SVM 46 CPU-s instead of about 1.
-- **Frobenius SVM**: the exact NNLS dual of the least-distance program, n(T-1) variables
-  whatever d is (the solution lies in the span of the constraint matrices).
+- **Frobenius SVM**: all seeds of a shape in one batched block-principal-pivoting solve of
+  its dual (`attnsvm/svm/fro_batch.py`, Gram matrices scaled to a largest entry of 1), each
+  answer certified by its KKT residuals and margins; an instance it cannot certify (a singular
+  Gram block, as when n(T-1) > d^2, or an infeasible one) goes to the exact NNLS dual of the
+  least-distance program, which alone says `infeasible`, and only with a certificate (0 within
+  1e-6 of the hull of the scaled constraint matrices). The row's `svm_path_fro` says which.
 - **Nuclear SVM**: solved in the reduced (p x q) space, p <= n(T-1), q <= n, by a batched
   primal-dual interior point (`attnsvm/svm/nuclear_ipm.py`, HKM direction, Mehrotra
   predictor-corrector):
   each Newton step is an m x m Schur complement built from the rank-2 constraint matrices, so
   no modelling layer and no dense ((p+q)(p+q+1)/2)^2 KKT block; instances of one shape (all
   seeds of a grid point) go through one call. It stops at Clarabel's tolerance (`solver.tol`,
-  1e-10: relative gap and max-norm residuals); the Schur solve is refined against the operator
-  itself, which keeps degenerate instances (many active constraints at a low-rank solution, as
+  1e-10: relative gap and max-norm residuals); once an instance's gap is below 1e-8 its Schur
+  solve is refined against the operator itself, which keeps degenerate instances (many active constraints at a low-rank solution, as
   in sequential attention) primal feasible to the end; an instance that still does not get
   there is re-solved by the per-instance cvxpy model (`solver=clarabel` selects that model for
   everything). Its products and sums run in the batch-invariant primitives below (the C
   kernel's sequential matmul), not in BLAS: slower than MKL's batched gemm at these sizes, the
-  price of a result that does not depend on the batch.
+  price of a result that does not depend on the batch. When every sequence has the same
+  number of constraints, the Schur complement's repeated factors are broadcast over k x k
+  blocks instead of gathered into m x m matrices.
+- **Workers**: `threads=N` spreads the SVM stage over N threads, each on a contiguous share of
+  the seeds with LAPACK on one thread (norms.solve_spread): every solver's answer for a seed is
+  independent of its batch mates, so the bits are those of N=1 (tests/test_svm_batch.py).
 
 ## Found on the way (fixed)
 

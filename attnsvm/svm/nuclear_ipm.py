@@ -35,8 +35,9 @@ from attnsvm.train import batchops
 from attnsvm.train.batchops import dot_last, sum_last
 
 STEP = 0.98  # fraction of the step to the cone boundary
-REFINE = 2  # refinement steps of the Schur solve: M's condition grows like 1/mu near the end
 BACKTRACK = 4  # halvings of a step whose iterate failed its Cholesky factorisation
+REFINE = 2  # refinement steps of the Schur solve, once an instance's gap is <= REFINE_GAP:
+REFINE_GAP = 1e-8  # degenerate instances (sequential attention) stay primal feasible to the end
 LARGE_M = 256  # from this many constraints on, one instance at a time with BLAS products
 WORKING_SET_M = 1500  # and from this many on, by constraint generation from ``start``
 
@@ -191,7 +192,7 @@ def _residuals(con: Constraints, C, X, Z, x, z, y):
     return 1 - (_op(con, X) - x), C - Z - _adjoint(con, y), y - z
 
 
-def _step(con: Constraints, C, X, Z, x, z, y):
+def _step(con: Constraints, C, X, Z, x, z, y, refine):
     """One Mehrotra predictor-corrector step (HKM direction) for every instance given."""
     nb, m = x.shape
     nu = X.shape[-1] + m  # barrier parameter of PSD(N) x R^m_+
@@ -207,9 +208,10 @@ def _step(con: Constraints, C, X, Z, x, z, y):
         base_x = sig_mu[:, None] / z - x - x * rd / z - corr_x
         rhs = Rp - (_op(con, base) - base_x)
         dy = _solve_schur(Lm, rhs)
-        for _ in range(REFINE):  # iterative refinement against the operator M itself
-            Mdy = _op(con, _sym(con.abt(X, _adjoint(con, dy), Zi))) + x * dy / z
-            dy = dy + _solve_schur(Lm, rhs - Mdy)
+        if bool(refine.any()):  # near the end M's condition grows like 1/mu: refine there
+            for _ in range(REFINE):  # iterative refinement against the operator M itself
+                Mdy = _op(con, _sym(con.abt(X, _adjoint(con, dy), Zi))) + x * dy / z
+                dy = torch.where(refine[:, None], dy + _solve_schur(Lm, rhs - Mdy), dy)
         dZ = Rd - _adjoint(con, dy)
         dz = rd + dy
         dX = base + _sym(con.abt(X, _adjoint(con, dy), Zi))
@@ -385,7 +387,9 @@ def _solve_batch(con: Constraints, tol, max_iter):
             break
         iters += live.long()
         act = live.nonzero().squeeze(-1)  # step only the unfinished instances
-        state, bad = _step(con.take(act), C[act], X[act], Z[act], x[act], z[act], y[act])
+        state, bad = _step(
+            con.take(act), C[act], X[act], Z[act], x[act], z[act], y[act], gap[act] <= REFINE_GAP
+        )
         for full, part in zip((X, Z, x, z, y), state, strict=True):
             full[act] = part
         failed[act] = bad
