@@ -107,3 +107,34 @@ def test_workers_give_the_bits_of_one(names):
         for name in a:
             assert a[name].status == b[name].status and a[name].path == b[name].path
             assert (a[name].W is None and b[name].W is None) or np.array_equal(a[name].W, b[name].W)
+
+
+@pytest.mark.slow
+def test_against_the_reference_on_2200_seeds():
+    """d = 2..12 at (n, T) = (6, 8), 200 seeds each (most infeasible at d = 2, 3): the batched
+    Frobenius SVMs against the least-distance dual one seed at a time (statuses identical,
+    1 - corr <= 1e-12), and on 10 seeds per d the batched nuclear SVMs against the cvxpy model
+    (Clarabel): feasible wherever the Frobenius SVM is, 1 - corr <= 1e-9 where Clarabel
+    certifies its own answer."""
+    from attnsvm.config.enums import Backend
+
+    clarabel = SolverConfig(backend=Backend.CLARABEL)
+    infeasible, checked = 0, 0
+    for d in range(2, 13):
+        probs = _problems(d, 200)
+        batched = svm.w_mm_batch(probs, CFG)
+        reference = [svm.w_mm(*p, CFG) for p in probs]
+        assert [s.status for s in batched] == [s.status for s in reference], f"d={d}"
+        infeasible += sum(s.status == svm.INFEASIBLE for s in reference)
+        for got, want in zip(batched, reference, strict=True):
+            if want.ok:
+                assert _one_minus_corr(got.W, want.W) < 1e-12, f"d={d}"
+        some = [k for k in range(10) if batched[k].ok]
+        nuc = svm.w_mm_nuc_batch([probs[k] for k in some], CFG, [True] * len(some))
+        for k, got in zip(some, nuc, strict=True):
+            assert got.status == svm.OPTIMAL, f"d={d} seed {k}: {got.reason}"
+            want = svm.w_mm_nuc(*probs[k], clarabel)
+            if want.status == svm.OPTIMAL:
+                assert _one_minus_corr(got.W, want.W) < 1e-9, f"d={d} seed {k}"
+                checked += 1
+    assert infeasible > 200 and checked > 50
