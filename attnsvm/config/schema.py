@@ -218,7 +218,7 @@ class RunConfig:
     batch_size: int = 1000  # seeds trained together; results never depend on it
     device: Device = Device.cpu
     dtype: DType = DType.float64
-    threads: int = 1  # torch threads; 1 is fastest for these tiny tensors
+    threads: int = 1  # workers for training's seed groups and the SVM stage; bits do not change
     engine: Engine = Engine.auto  # training engine: fused C kernel where it applies, else torch
     loss: Loss = Loss.logistic  # l(u) of the loss (1/n) sum_i l(Y_i f_i)
     progress_interval: float = 5.0  # seconds between progress lines of a long job (run.log)
