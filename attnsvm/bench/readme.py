@@ -81,12 +81,35 @@ def _more_rows(r: dict) -> list[str]:
             f"{o['peak_mib']:.0f} MiB peak | {job['before_wall_scaled']:.0f} s (routes before "
             f"issue 16) | {job['ratio']:.1f}× |"
         )
+    rows += _stage_rows(r)
     for name, cases in r.get("experiments", {}).items():
         for case, t in cases.items():
             rows.append(
                 f"| {name}, {case}: seed-runs per CPU second, batched vs one seed at a time "
                 f"| {t['batched']:.2f} | {t['alone']:.2f} | {t['batched'] / t['alone']:.2f}× |"
             )
+    return rows
+
+
+def _stage_rows(r: dict) -> list[str]:
+    """The SVM stage per seed (reference = one seed at a time) and the job's start-up."""
+    rows = []
+    for s in r.get("svm_stage", []):
+        rows.append(
+            f"| SVM stage at {tuple(s['size'])} per seed (Frobenius + nuclear at opt), batched on "
+            f"1 worker / on {s['workers']}; training per seed {s['train'] * 1e3:.1f} ms "
+            f"| {s['batched'] * 1e3:.1f} / {s['spread'] * 1e3:.1f} ms "
+            f"({s['batched'] / s['train']:.1f}× training) "
+            f"| {s['reference'] * 1e3:.1f} ms (one seed at a time) "
+            f"| {s['reference'] / s['batched']:.1f}× / {s['reference'] / s['spread']:.1f}× |"
+        )
+    if r.get("job_start"):
+        j = r["job_start"]
+        rows.append(
+            f"| the default job's whole process (`python -m attnsvm.run`) against `python -c "
+            f"'import torch'` | {j['default_job']:.2f} s | {j['import_torch']:.2f} s "
+            f"| {j['ratio']:.2f}× |"
+        )
     return rows
 
 
