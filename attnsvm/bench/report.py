@@ -228,8 +228,9 @@ a busy machine), which a Hydra multirun pays once per worker as well.
   no modelling layer and no dense ((p+q)(p+q+1)/2)^2 KKT block; instances of one shape (all
   seeds of a grid point) go through one call. It stops at Clarabel's tolerance (`solver.tol`,
   1e-10: relative gap and max-norm residuals); once an instance's gap is below 1e-8 its Schur
-  solve is refined against the operator itself, which keeps degenerate instances (many active constraints at a low-rank solution, as
-  in sequential attention) primal feasible to the end; an instance that still does not get
+  solve is refined against the operator itself, which keeps degenerate instances (many active
+  constraints at a low-rank solution, as in sequential attention) primal feasible to the end;
+  an instance that still does not get
   there is re-solved by the per-instance cvxpy model (`solver=clarabel` selects that model for
   everything). Its products and sums run in the batch-invariant primitives below (the C
   kernel's sequential matmul), not in BLAS: slower than MKL's batched gemm at these sizes, the
