@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attnsvm.config import DatasetConfig, SolverConfig
-from attnsvm.experiments.gd.pipeline import Reported
+from attnsvm.experiments.gd.svms import Reported
 from attnsvm.progress import Progress
 from attnsvm.svm import lcp, norms
 from attnsvm.svm import nuclear_ipm as sdp
@@ -130,7 +130,7 @@ def test_pipeline_norms_pass_the_frobenius_support_to_the_nuclear_svm(monkeypatc
     problems = [_problem(0, n=5, T=4, d=6)]
     out = norms.solve_all(norms.make_norms(CFG), problems, CFG)
     assert seen["fro"] == [out[0]["fro"]]
-    seen.clear()  # and through the progress reporter's wrapper (pipeline.Reported)
+    seen.clear()  # and through the progress reporter's wrapper (svms.Reported)
     reported = [Reported(norm, Progress(interval=1e9)) for norm in norms.make_norms(CFG)]
     out = norms.solve_all(reported, problems, CFG)
     assert seen["fro"] == [out[0]["fro"]]

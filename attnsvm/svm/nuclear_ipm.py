@@ -23,15 +23,13 @@ set of its constraints (``nuclear_svm_batch``; docs/scaling.md, "Large instances
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from attnsvm.runtime import one_thread
-from attnsvm.train import batchops
+from attnsvm.svm.nuclear_ops import Constraints, adjoint, op, schur, sym
 from attnsvm.train.batchops import dot_last, sum_last
 
 STEP = 0.98  # fraction of the step to the cone boundary
@@ -42,139 +40,16 @@ LARGE_M = 256  # from this many constraints on, one instance at a time with BLAS
 WORKING_SET_M = 1500  # and from this many on, by constraint generation from ``start``
 
 
-@dataclass
-class Constraints:
-    """The constraint vectors of a batch: a_j = A[:, j] (p), b_j = Bd[:, rows_j] (q).
-
-    The right factors repeat: every constraint of sequence i has b_j = V^T z_i, so only the
-    distinct ones ``Bd`` (B, n, q) enter the m x m products of the Schur complement (4 of its 6
-    products shrink from m^2 to m n). ``mm`` computes every product: batchops.matmul (the same
-    bits whatever the batch) or, for one large instance, torch.matmul (BLAS). The transposes
-    and the gathered b_j are made once; ``shared`` is k when every sequence of every instance
-    has k constraints in order (no mask), so the m x m expansions are block copies, not
-    gathers."""
-
-    A: torch.Tensor  # (B, m, p)
-    Bd: torch.Tensor  # (B, n, q)
-    rows: torch.Tensor  # (B, m) long
-    mm: Callable = batchops.matmul
-    Bq: torch.Tensor | None = None  # (B, m, q) b_j
-    At: torch.Tensor | None = None  # (B, p, m)
-    Bdt: torch.Tensor | None = None  # (B, q, n)
-    shared: int | None = None  # k when every instance's rows are 0^k 1^k ... (n-1)^k, else None
-
-    def __post_init__(self):
-        if self.Bq is None:
-            self.Bq = torch.gather(
-                self.Bd, 1, self.rows.unsqueeze(-1).expand(-1, -1, self.Bd.shape[-1])
-            )
-            self.At = self.A.transpose(-1, -2).contiguous()
-            self.Bdt = self.Bd.transpose(-1, -2).contiguous()
-            self.shared = _blocked(self.rows, self.Bd.shape[1])
-
-    def take(self, k: torch.Tensor) -> Constraints:
-        A, Bd, rows, Bq, At, Bdt = (
-            t[k] for t in (self.A, self.Bd, self.rows, self.Bq, self.At, self.Bdt)
-        )
-        return Constraints(A, Bd, rows, self.mm, Bq, At, Bdt, self.shared)
-
-    def abt(self, a, M, bt):
-        """a M b^T."""
-        return self.mm(self.mm(a, M), bt)
-
-
-def _sym(M: torch.Tensor) -> torch.Tensor:
-    return (M + M.transpose(-1, -2)) / 2
-
-
-def _blocks(Y, p):
-    return Y[..., :p, :p], Y[..., :p, p:], Y[..., p:, p:]
-
-
 def _inner(P, Q):
     """<P, Q> per instance for (B, ...) tensors, batch-invariant."""
     return dot_last(P.flatten(1), Q.flatten(1))
-
-
-def _blocked(rows: torch.Tensor, n: int) -> int | None:
-    """k if every row of ``rows`` (B, m) is 0^k 1^k ... (n-1)^k (m = n k), else None."""
-    m = rows.shape[-1]
-    if not len(rows) or m % n:
-        return None
-    k = m // n
-    return k if bool((rows == torch.arange(n).repeat_interleave(k)).all()) else None
-
-
-def _rows_cols(S: torch.Tensor, con: Constraints) -> torch.Tensor:
-    """(B, m, m) S[rows_j, rows_k] from (B, n, n)."""
-    if con.shared is not None:  # each entry repeated in a k x k block: one strided copy
-        nb, n, k = S.shape[0], S.shape[1], con.shared
-        return S[:, :, None, :, None].expand(nb, n, k, n, k).reshape(nb, n * k, n * k)
-    rows = con.rows
-    R = torch.gather(S, 1, rows.unsqueeze(-1).expand(-1, -1, S.shape[-1]))  # (B, m, n)
-    return _cols(R, con)
-
-
-def _cols(S: torch.Tensor, con: Constraints) -> torch.Tensor:
-    """(B, m, m) S[:, j, rows_k] from (B, m, n)."""
-    if con.shared is not None:
-        nb, m, n, k = *S.shape, con.shared
-        return S[:, :, :, None].expand(nb, m, n, k).reshape(nb, m, n * k)
-    return torch.gather(S, 2, con.rows.unsqueeze(1).expand(-1, S.shape[1], -1))
-
-
-def _schur(con: Constraints, X, Zi, x, z):
-    """M_jk = <A_j, X A_k Z^{-1}> + diag(x/z), A_j = (u_j v_j^T + v_j u_j^T)/2."""
-    a, p = con.A, con.A.shape[-1]
-    X11, X12, X22 = _blocks(X, p)
-    Z11, Z12, Z22 = _blocks(Zi, p)
-    at, bdt = con.At, con.Bdt
-    ux_u, uz_u = con.abt(a, X11, at), con.abt(a, Z11, at)  # (B, m, m)
-    vx_v, vz_v = con.abt(con.Bd, X22, bdt), con.abt(con.Bd, Z22, bdt)  # (B, n, n) distinct
-    ux_v, uz_v = con.abt(a, X12, bdt), con.abt(a, Z12, bdt)  # (B, m, n) distinct
-    if con.shared is None:
-        vx_v, vz_v = _rows_cols(vx_v, con), _rows_cols(vz_v, con)  # (B, m, m)
-        ux_v, uz_v = _cols(ux_v, con), _cols(uz_v, con)
-        T1 = (ux_v.transpose(-1, -2) * uz_v).contiguous()  # (v_j X u_k)(v_k Zi u_j)
-        M = T1 + T1.transpose(-1, -2)  # its transpose: the term (u_j X v_k)(u_k Zi v_j)
-        M = M + vx_v * uz_u + ux_u * vz_v
-    else:  # the same products, broadcast over the k x k blocks instead of expanded first
-        nb, n, k = vx_v.shape[0], vx_v.shape[1], con.shared
-        m = n * k
-        ux_t, uz_t = (t.view(nb, n, k, n).permute(0, 3, 1, 2)[:, :, None] for t in (ux_v, uz_v))
-        T1 = (ux_t * uz_v.view(nb, n, k, n, 1)).reshape(nb, m, m)
-        T2 = (ux_v.view(nb, n, k, n, 1) * uz_t).reshape(nb, m, m)  # T1^T, made contiguous
-        blocks = (nb, n, k, n, k)
-        M = T1 + T2
-        M = M + (uz_u.view(blocks) * vx_v[:, :, None, :, None]).view(nb, m, m)
-        M = M + (ux_u.view(blocks) * vz_v[:, :, None, :, None]).view(nb, m, m)
-    M = M / 4
-    M.diagonal(dim1=-2, dim2=-1).add_(x / z)
-    return M
-
-
-def _op(con: Constraints, Y):
-    """A(Y)_j = u_j^T Y v_j = a_j^T Y12 b_j, (B, m)."""
-    p = con.A.shape[-1]
-    return dot_last(con.mm(con.A, Y[..., :p, p:]), con.Bq)
-
-
-def _adjoint(con: Constraints, y):
-    """sum_j y_j (u_j v_j^T + v_j u_j^T)/2, (B, N, N)."""
-    a, b = con.A, con.Bq
-    p, q = a.shape[-1], b.shape[-1]
-    G = con.mm(con.At, y.unsqueeze(-1) * b) / 2  # (B, p, q)
-    out = torch.zeros(a.shape[0], p + q, p + q, dtype=a.dtype)
-    out[:, :p, p:] = G
-    out[:, p:, :p] = G.transpose(-1, -2)
-    return out
 
 
 def _max_step(L, D):
     """Largest alpha <= 1 with L L^T + alpha D >= 0, per instance."""
     Li_D = torch.linalg.solve_triangular(L, D, upper=False)
     S = torch.linalg.solve_triangular(L, Li_D.transpose(-1, -2), upper=False)
-    lam_min = torch.linalg.eigvalsh(_sym(S))[..., 0]
+    lam_min = torch.linalg.eigvalsh(sym(S))[..., 0]
     return torch.where(lam_min < 0, -1 / lam_min, torch.full_like(lam_min, torch.inf))
 
 
@@ -189,7 +64,7 @@ def _max_step_lp(x, dx):
 
 def _residuals(con: Constraints, C, X, Z, x, z, y):
     """Primal (B, m), dual SDP-block (B, N, N) and dual LP-block (B, m) residuals."""
-    return 1 - (_op(con, X) - x), C - Z - _adjoint(con, y), y - z
+    return 1 - (op(con, X) - x), C - Z - adjoint(con, y), y - z
 
 
 def _step(con: Constraints, C, X, Z, x, z, y, refine):
@@ -200,21 +75,21 @@ def _step(con: Constraints, C, X, Z, x, z, y, refine):
     mu = (_inner(X, Z) + _inner(x, z)) / nu
     Lz, Lx, bad = _cone_factors(X, Z)
     Zi = torch.cholesky_inverse(Lz)
-    Lm = _schur_factor(_schur(con, X, Zi, x, z))
+    Lm = _schur_factor(schur(con, X, Zi, x, z))
 
     def direction(sig_mu, corr_X, corr_x):
         # dX = sig_mu Zi - X - sym(X Rd Zi) + sym(X A^T dy Zi) - corr;  A(dX) - (dx) = Rp
-        base = sig_mu[:, None, None] * Zi - X - _sym(con.abt(X, Rd, Zi)) - corr_X
+        base = sig_mu[:, None, None] * Zi - X - sym(con.abt(X, Rd, Zi)) - corr_X
         base_x = sig_mu[:, None] / z - x - x * rd / z - corr_x
-        rhs = Rp - (_op(con, base) - base_x)
+        rhs = Rp - (op(con, base) - base_x)
         dy = _solve_schur(Lm, rhs)
         if bool(refine.any()):  # near the end M's condition grows like 1/mu: refine there
             for _ in range(REFINE):  # iterative refinement against the operator M itself
-                Mdy = _op(con, _sym(con.abt(X, _adjoint(con, dy), Zi))) + x * dy / z
+                Mdy = op(con, sym(con.abt(X, adjoint(con, dy), Zi))) + x * dy / z
                 dy = torch.where(refine[:, None], dy + _solve_schur(Lm, rhs - Mdy), dy)
-        dZ = Rd - _adjoint(con, dy)
+        dZ = Rd - adjoint(con, dy)
         dz = rd + dy
-        dX = base + _sym(con.abt(X, _adjoint(con, dy), Zi))
+        dX = base + sym(con.abt(X, adjoint(con, dy), Zi))
         dx = base_x - x * dy / z
         return dX, dx, dy, dZ, dz
 
@@ -227,7 +102,7 @@ def _step(con: Constraints, C, X, Z, x, z, y, refine):
         + _inner(x + ap[:, None] * dx, z + ad[:, None] * dz)
     ) / nu
     sigma = torch.clamp(mu_aff / mu, min=0, max=1) ** 3
-    dX, dx, dy, dZ, dz = direction(sigma * mu, _sym(con.abt(dX, dZ, Zi)), dx * dz / z)
+    dX, dx, dy, dZ, dz = direction(sigma * mu, sym(con.abt(dX, dZ, Zi)), dx * dz / z)
     ap = torch.clamp(STEP * torch.minimum(_max_step(Lx, dX), _max_step_lp(x, dx)), max=1.0)
     ad = torch.clamp(STEP * torch.minimum(_max_step(Lz, dZ), _max_step_lp(z, dz)), max=1.0)
     new = _take_step((X, Z, x, z, y), (dX, dZ, dx, dz, dy), ap, ad)

@@ -1,0 +1,103 @@
+"""gd's SVMs of a batch: every configured norm at the chosen tokens of every seed, spread over
+the job's workers and told to its progress reporter; a seed's status from its solutions; the
+columns of the SVMs at alpha = opt."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from attnsvm.config.schema import RunConfig
+from attnsvm.data.generators import Instances
+from attnsvm.progress import Progress
+from attnsvm.svm import norms
+from attnsvm.svm import solve as svm
+from attnsvm.svm.masked import masked_problem, unmask
+
+
+def seed_mask(inst: Instances, r: int):
+    return None if inst.mask is None else inst.mask[r].cpu().numpy()
+
+
+class Reported:
+    """A norm whose every ``solve`` call is told to a progress reporter (attnsvm/progress.py);
+    everything else is the norm's own."""
+
+    def __init__(self, norm, report: Progress):
+        self.norm, self.report = norm, report
+
+    def __getattr__(self, attr: str):
+        return getattr(self.norm, attr)
+
+    def solve(self, problems, cfg, **hints) -> list[svm.SVMSolution]:
+        t0 = time.perf_counter()
+        solutions = self.norm.solve(problems, cfg, **hints)  # hints: norms.solve_all's
+        self.report.solved(self.norm.name, len(problems), time.perf_counter() - t0)
+        return solutions
+
+
+def solve_svms(
+    cfg: RunConfig,
+    inst: Instances,
+    alphas: dict[int, np.ndarray],
+    report: Progress | None = None,
+    where: str = "at opt",
+) -> dict:
+    """Every configured norm's SVM (attnsvm/svm/norms.py) for every seed position r in ``alphas``
+    (r -> alpha (n,)): {r: {norm name: SVMSolution}}, spread over ``cfg.threads`` workers.
+    Norms that batch (Frobenius, the nuclear interior point) solve a worker's seeds in one
+    call; with a visibility mask (sequential attention) only
+    visible tokens are constrained. ``report`` hears of each norm's calls, as the SVMs
+    ``where``."""
+    X, Z = inst.K.cpu().double().numpy(), inst.Z.cpu().double().numpy()  # keys: x~ for p
+    rs = list(alphas)
+    masks = {r: seed_mask(inst, r) for r in rs}
+    problems = [masked_problem(X[r], Z[r], alphas[r], masks[r]) for r in rs]
+    names = [norm.name for norm in norms.make_norms(cfg.solver)]
+    if report is not None and problems:
+        report.start_svms(where, {name: len(problems) for name in names})
+
+    def made():  # one set per worker (solve_spread): a norm may keep compiled models
+        each = norms.make_norms(cfg.solver)
+        return each if report is None else [Reported(norm, report) for norm in each]
+
+    solved = norms.solve_spread(made, problems, cfg.solver, cfg.threads)
+    for r, sols in zip(rs, solved, strict=True):
+        for sol in sols.values():
+            unmask(sol, X[r], Z[r], alphas[r], masks[r])
+    return dict(zip(rs, solved, strict=True))
+
+
+def seed_status(finite: bool, solutions: dict[str, list[svm.SVMSolution]]) -> tuple[str, str]:
+    """Worst-first: diverged, solver_error, infeasible (alpha = opt), inaccurate, ok.
+
+    ``solutions`` maps where the SVMs were solved ("opt", "selected") to them; a solution
+    shared by both (GD selected opt) is named once, as "at opt = selected"."""
+    if not finite:
+        return "diverged", "non-finite parameters or loss during training"
+    named: dict[int, tuple[svm.SVMSolution, list[str]]] = {}
+    for where, sols in solutions.items():
+        for sol in sols:
+            named.setdefault(id(sol), (sol, []))[1].append(where)
+    for status in (svm.SOLVER_ERROR, svm.INFEASIBLE, svm.INACCURATE):
+        bad = [(sol, where) for sol, where in named.values() if sol.status == status]
+        if bad:
+            return status, "; ".join(
+                f"W^mm[{sol.norm}] at {' = '.join(where)}: {sol.reason}" for sol, where in bad
+            )
+    return "ok", ""
+
+
+def opt_svm_columns(cfg: RunConfig, at_opt: dict[str, svm.SVMSolution]) -> dict:
+    """The columns of the SVMs at alpha = opt: feasibility, ranks, statuses, norms."""
+    cols = {"feasible": at_opt["fro"].status != svm.INFEASIBLE}
+    named = [(norms.column(name), sol) for name, sol in at_opt.items()]
+    cols.update({f"rank_{c}": sol.rank for c, sol in named})
+    cols.update({f"svm_status_{c}": sol.status for c, sol in named})
+    cols.update({f"svm_path_{c}": sol.path for c, sol in named})
+    values = {n.name: n.value for n in norms.make_norms(cfg.solver)}
+    cols.update(
+        {f"norm_{c}": float(values[sol.norm](sol.W)) if sol.ok else None for c, sol in named}
+    )
+    return cols
