@@ -11,6 +11,7 @@ Plain functions over a validated RunConfig; Hydra is only in run.py.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -269,16 +270,22 @@ def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, 
     if report is not None:
         report.start_analysis()
     rows, trajs, extra = [], [], {}
-    for r in range(len(seeds)):
-        row, tr = analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)))
+
+    def analysed(r: int):
+        row_tr = analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)))
+        if report is not None:
+            report.analysed(1)
+        return row_tr
+
+    with ThreadPoolExecutor(cfg.threads) as pool:  # numpy's LAPACK calls release the GIL
+        analyses = list(pool.map(analysed, range(len(seeds))))
+    for r, (row, tr) in enumerate(analyses):
         if cone_info is not None:
             row.update(cone_info[r], cone_converged=row["selected"] == cone_info[r]["cone_alpha"])
         row["train_seconds"] = train_seconds
         row["seconds"] = train_seconds + row["svm_seconds"]
         rows.append(row)
         trajs.append(tr)
-        if report is not None:
-            report.analysed(1)
         if cfg.dataset.generator.value == "paths":  # the path pictures: their tables too
             paths, tokens = path_tables(inst, traj, r, at_opt[r])
             extra.setdefault("paths", []).append(paths)
