@@ -57,7 +57,7 @@ class RayLauncherConf:
     _target_: str = "hydra_plugins.attnsvm_ray.RayLauncher"
     address: str | None = None  # null: $RAY_ADDRESS if set, else a new local Ray
     num_cpus: float = 1.0  # CPUs Ray reserves for each job (jobs run `threads` threads)
-    num_gpus: float | None = None  # GPUs per job; null: 1 for a device=cuda job, else 0
+    num_gpus: float | None = None  # GPUs per device=cuda job (null: 1); CPU jobs ask none
     max_concurrent: int | None = None  # at most this many jobs in flight (null: all of them)
     max_retries: int = 0  # Ray re-runs a task whose worker died this many times
     init: dict[str, Any] = field(default_factory=dict)  # more ray.init keywords
@@ -179,10 +179,10 @@ class RayLauncher(Launcher):
 
     def task_options(self, overrides: Sequence[str]) -> dict[str, Any]:
         """The Ray task options of the job with ``overrides``: its CPUs, its GPUs (one for a
-        ``device=cuda`` job unless ``num_gpus`` says otherwise) and its retries."""
-        gpus = self.num_gpus
-        if gpus is None:
-            gpus = 1 if job_device(overrides, self.config) == "cuda" else 0
+        ``device=cuda`` job, or ``num_gpus``; none for a CPU job) and its retries."""
+        gpus = 0
+        if job_device(overrides, self.config) == "cuda":
+            gpus = 1 if self.num_gpus is None else self.num_gpus
         return {"num_cpus": self.num_cpus, "num_gpus": gpus, "max_retries": self.max_retries}
 
     def plan(
@@ -257,7 +257,8 @@ def job_device(overrides: Sequence[str], config: DictConfig | None) -> str:
         key, sep, value = item.lstrip("+~").partition("=")
         if sep and key == "device":
             return value.strip()
-    return str(config.get("device", "cpu")) if config is not None else "cpu"
+    device = config.get("device", "cpu") if config is not None else "cpu"
+    return str(getattr(device, "value", device))  # a structured config holds the enum
 
 
 def remove_empty_sweep(sweep_dir: Path) -> None:
