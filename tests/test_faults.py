@@ -314,3 +314,17 @@ def test_cli_a_290_character_directory_name_is_one_line_and_leaves_nothing(tmp_p
         lines[-1].startswith("attnsvm: invalid config: hydra.run.dir=") and "290 bytes" in lines[-1]
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_cli_rerun_of_a_read_only_sweep_is_one_line_saying_how_to_read_it(tmp_path):
+    from sweep_dirs import read_only
+
+    sweep = ["dataset.d=2,3", *SMALL, f"hydra.sweep.dir={tmp_path / 's'}"]
+    assert run_cli(*sweep, multirun=True).returncode == 0
+    with read_only(tmp_path / "s"):
+        res = run_cli(*sweep, multirun=True, timeout=120)
+    assert res.returncode != 0 and "Traceback" not in res.stdout, res.stdout
+    line = res.stdout.strip().splitlines()[-1]
+    assert line.startswith("attnsvm: invalid config: hydra.sweep.dir=") and "read-only" in line
+    assert "attnsvm.report DIR --out FILE" in line

@@ -246,3 +246,23 @@ def test_jobs_are_in_natural_order_in_the_timings(tmp_path):
         write_json({**record, "status": "failed", "error": "x"}, sweep / str(k) / "job.json")
     page = Page(write_report(sweep).read_text())
     assert list(page.frame("timings").job) == [str(k) for k in range(12)]
+
+
+def test_a_read_only_sweep_reports_elsewhere_and_writes_nothing_into_it(tmp_path, capsys):
+    """No summary yet and the sweep read-only: --out FILE aggregates into a temporary folder and
+    writes the page there; without --out, one attnsvm: line saying to pass it."""
+    from sweep_dirs import read_only
+
+    sweep = tmp_path / "s"
+    make_sweep(sweep, ds=(2, 4), kinds=("w",))
+    before = sorted(p.relative_to(sweep) for p in sweep.rglob("*"))
+    out = tmp_path / "elsewhere" / "page.html"
+    out.parent.mkdir()
+    with read_only(sweep):
+        assert report.main([str(sweep), "--out", str(out)]) == 0
+        assert report.main([str(sweep)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"attnsvm: {sweep} cannot be written") and "--out FILE" in err, err
+    assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before
+    page = Page(out.read_text())
+    assert len(page.frame("summary")) == 2 and "2 finished" in page.text["jobs"]

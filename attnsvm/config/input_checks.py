@@ -143,6 +143,18 @@ def _check_name_lengths(key: str, value: str, path: Path) -> None:
         )
 
 
+def _check_resumable(key: str, value: str, sweep: Path) -> None:
+    """A sweep to resume: Hydra rewrites its multirun.yaml first, so both must be writable."""
+    for path in (sweep, sweep / "multirun.yaml"):
+        if not os.access(path, os.W_OK):
+            raise ConfigError(
+                f"{key}={shown(value)} is a sweep that cannot be written ({shown(str(path))} is "
+                "read-only), so it cannot be resumed; its results read as they are: python -m "
+                "attnsvm.report DIR --out FILE, python -m attnsvm.query SQL DIR; to resume it, "
+                "make it writable or copy it"
+            )
+
+
 def check_output_dir_overrides(overrides: list[str]) -> None:
     """``hydra.run.dir`` / ``hydra.sweep.dir`` given on the command line must be creatable
     (their nearest existing ancestor a writable directory), before Hydra tries and fails."""
@@ -152,6 +164,9 @@ def check_output_dir_overrides(overrides: list[str]) -> None:
             continue
         here = Path(value).expanduser().absolute()
         _check_name_lengths(key, value, here)
+        if key == "hydra.sweep.dir" and (here / "multirun.yaml").is_file():
+            _check_resumable(key, value, here)
+            continue
         while not here.exists() and here != here.parent:
             here = here.parent
         if not here.is_dir() or not os.access(here, os.W_OK | os.X_OK):
