@@ -9,7 +9,7 @@ Each DIR may be a sweep directory, a job directory, or a folder holding several 
 
 * ``runs``: every row of every finished job's runs.parquet;
 * ``trajectory``: every row of every finished job's trajectory.parquet;
-* ``jobs``: one row per job.json, finished or not (status, error, seconds, config_hash).
+* ``jobs``: one row per job.json, finished or not (status, error, seconds, config_hash, node).
 
 Each view starts with ``sweep`` (the name of the directory holding the job's multirun.yaml, or
 of the job's parent for a single run), ``job`` (the job directory relative to it) and
@@ -59,6 +59,7 @@ class JobDir:
             "seconds": r.get("seconds"),
             "started": r.get("started"),
             "error": r.get("error"),
+            "node": r.get("node"),
         }
 
 
