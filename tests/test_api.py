@@ -85,9 +85,7 @@ def test_an_experiment_of_ones_own_runs_like_a_built_in(tmp_path):
     ("override", "group", "options"),
     [("dataset=nope", "dataset", "callable, digits"), ("+sweeps=locl", "sweeps", "local")],
 )
-def test_a_misspelt_group_option_names_the_group_and_the_accepted_options(
-    override, group, options
-):
+def test_a_misspelt_group_option_names_the_group_and_the_accepted_options(override, group, options):
     with pytest.raises(ConfigError) as info:
         attnsvm.compose([override])
     msg = str(info.value)
