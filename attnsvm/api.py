@@ -22,11 +22,12 @@ from attnsvm.config.schema import CONF_MODULE, RunConfig
 def compose(overrides: list[str] | None = None) -> RunConfig:
     """The validated ``RunConfig`` that ``python -m attnsvm.run OVERRIDES`` would run.
 
-    Unknown keys, bad values and rules across groups raise ``ConfigError`` naming the key and
-    the accepted values; Hydra's own errors (an unknown option of a group) pass through.
+    Unknown keys, bad values, rules across groups and an unknown option of a group
+    (``dataset=nope``) raise ``ConfigError`` naming the key and the accepted values.
     """
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
+    from hydra.errors import MissingConfigException
 
     from attnsvm.config.compose import to_run_config
 
@@ -34,7 +35,26 @@ def compose(overrides: list[str] | None = None) -> RunConfig:
     check_override_keys(overrides)
     register_configs()
     with initialize_config_module(config_module=CONF_MODULE, version_base="1.3"):
-        return to_run_config(hydra_compose(config_name="config", overrides=overrides))
+        try:
+            cfg = hydra_compose(config_name="config", overrides=overrides)
+        except MissingConfigException as exc:
+            raise missing_option(exc, overrides) from None
+        return to_run_config(cfg)
+
+
+def missing_option(exc, overrides: list[str]):
+    """A ``ConfigError`` for Hydra's MissingConfigException: the group, the option asked for
+    and the accepted ones, without Hydra's config search path."""
+    from attnsvm.config.checks import ConfigError
+
+    group, _, name = str(exc.missing_cfg_file or "").rpartition("/")
+    if not group:  # not a group option (e.g. a missing primary config): Hydra's first line
+        return ConfigError(str(exc).splitlines()[0])
+    given = next(
+        (o for o in overrides if o.lstrip("+~").partition("=")[0] == group), f"{group}={name}"
+    )
+    accepted = ", ".join(sorted(exc.options or [])) or "none"
+    return ConfigError(f"{given}: no option {name!r} in group '{group}'; accepted: {accepted}")
 
 
 def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):

@@ -78,7 +78,8 @@ def still_moving(
 def steps_needed(steps, corr_curve: np.ndarray, start: int, epsilon: float) -> float:
     """The step at which 1 - corr reaches ``epsilon`` if it keeps closing as a power of the
     step, as it did from checkpoint ``start`` to the last one (the slope of ``rate``); NaN
-    without a gap, inf where it did not close."""
+    without a gap, inf where it did not close or closes so slowly that the step is beyond
+    float64 (no overflow warning: inf is the answer)."""
     steps = np.asarray(steps, dtype=float)
     gap = 1 - np.asarray(corr_curve, dtype=float)
     if not (gap[start] > 0 and gap[-1] > 0 and steps[start] > 0 and steps[-1] > steps[start]):
@@ -88,7 +89,8 @@ def steps_needed(steps, corr_curve: np.ndarray, start: int, epsilon: float) -> f
     slope = np.log(gap[-1] / gap[start]) / np.log(steps[-1] / steps[start])
     if slope >= 0:
         return float("inf")
-    return float(steps[-1] * (epsilon / gap[-1]) ** (1 / slope))
+    with np.errstate(over="ignore"):  # beyond float64: inf, the same value, said quietly
+        return float(steps[-1] * (epsilon / gap[-1]) ** (1 / slope))
 
 
 def bregman(a: np.ndarray | None, B: np.ndarray, p: float) -> np.ndarray:

@@ -6,12 +6,16 @@
 The page (attnsvm.results.sweep_report) reads what ``python -m attnsvm.aggregate`` wrote into
 ``DIR/summary``; when that is missing, or older than a job.json of the sweep, the aggregation runs
 first. The page embeds its figures and needs no server and no network: open it from disk.
+A sweep that cannot be written (read-only) is aggregated into a temporary folder when ``--out``
+names a page elsewhere; nothing is written into it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from attnsvm.results.store import JOB
@@ -36,17 +40,43 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, help="the page to write (default SWEEP_DIR/report.html)"
     )
     args = parser.parse_args(argv)
-    from attnsvm.results.aggregate import AggregateError, aggregate
-    from attnsvm.results.sweep_report import write_report
+    from attnsvm.results.aggregate import AggregateError
 
-    if summary_is_stale(args.sweep_dir):
-        try:
-            aggregate(args.sweep_dir)
-        except AggregateError as exc:
-            print(f"attnsvm: {exc}", file=sys.stderr)
-            return 2
-    print(write_report(args.sweep_dir, out=args.out))
+    try:
+        with tempfile.TemporaryDirectory(prefix="attnsvm-report-") as tmp:
+            print(write_page(args.sweep_dir, args.out, Path(tmp)))
+    except AggregateError as exc:
+        print(f"attnsvm: {exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+def write_page(sweep_dir: Path, out: Path | None, tmp: Path) -> Path:
+    """Aggregate when the summary is stale (into ``tmp`` for a read-only sweep with ``out``
+    elsewhere), then write the page; an error says which file and what to do."""
+    from attnsvm.results.aggregate import AggregateError, aggregate
+    from attnsvm.results.sweep_report import REPORT, write_report
+
+    summary_dir = None
+    writable = os.access(sweep_dir, os.W_OK) and (
+        not (sweep_dir / "summary").exists() or os.access(sweep_dir / "summary", os.W_OK)
+    )
+    if not writable and out is None:
+        raise AggregateError(
+            f"{sweep_dir} cannot be written (read-only): pass --out FILE to write the page "
+            "elsewhere"
+        )
+    if summary_is_stale(sweep_dir):
+        summary_dir = None if writable else tmp / "summary"
+        aggregate(sweep_dir, summary_dir)
+    target = out if out is not None else sweep_dir / REPORT
+    try:
+        return write_report(sweep_dir, summary_dir, out=target)
+    except OSError as exc:
+        raise AggregateError(
+            f"--out {target} cannot be written ({exc.strerror or exc}): name a file in a "
+            "directory you can write"
+        ) from None
 
 
 if __name__ == "__main__":

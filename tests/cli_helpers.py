@@ -67,3 +67,15 @@ def sweep_table(sweep_dir: Path, name: str = "runs.parquet") -> pd.DataFrame:
     df = df.drop(columns=timing_columns(df))
     keys = ["config_hash", "seed"] + (["step"] if "step" in df else [])
     return df.sort_values(keys).reset_index(drop=True)
+
+
+def assert_same_tables(got_dir: Path, want_dir: Path) -> None:
+    """runs and trajectory of two sweeps identical bit for bit, config hash by config hash."""
+    from bits import assert_frames_identical
+
+    for name in ("runs.parquet", "trajectory.parquet"):
+        got, want = sweep_table(got_dir, name), sweep_table(want_dir, name)
+        assert sorted(set(got.config_hash)) == sorted(set(want.config_hash)), name
+        for chash, rows in want.groupby("config_hash"):
+            mine = got[got.config_hash == chash].reset_index(drop=True)
+            assert_frames_identical(mine, rows.reset_index(drop=True), f"{name} {chash}")

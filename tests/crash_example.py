@@ -5,14 +5,19 @@ python -m attnsvm.run -m dataset=callable dataset.target=crash_example.make \
 
 At ``d == exit_at_d`` the job's process ends at once (``os._exit``: no exception, no cleanup),
 as a worker killed by the OOM killer or a lost node does; other points are the published draw.
+
+A positive ``sleep_s`` makes each draw last that long first (same numbers): a job long enough
+to lose its node while it runs (tests/test_cluster_ray_nodes.py).
 """
 
 import os
+import time
 
 from userdata_example import make as published
 
 
-def make(seeds, n, T, d, exit_at_d=-1):
+def make(seeds, n, T, d, exit_at_d=-1, sleep_s=0.0):
     if d == exit_at_d:
         os._exit(1)
+    time.sleep(sleep_s)
     return published(seeds, n, T, d)

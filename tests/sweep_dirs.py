@@ -5,9 +5,13 @@ written here, with the keys the report reads."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from attnsvm.api import run_job
@@ -77,3 +81,28 @@ def make_troubled_sweep(sweep: Path) -> dict[str, Path]:
     write_json({"config": plain(config(4, "kq")), "status": "running"}, jobs["4-kq"] / JOB)
     (jobs["8-w"] / "run.log").write_text("starting\nattnsvm: invalid config: no such key\n")
     return jobs
+
+
+@contextlib.contextmanager
+def read_only(root: Path):
+    """``root`` and everything below it read-only while the block runs: mode a-w, and for root
+    (who writes through modes) the immutable attribute too (chattr +i; skips where the file
+    system has none). Restored at the end whatever happened."""
+    paths = [root, *sorted(root.rglob("*"))]
+    modes = {p: p.stat().st_mode for p in paths}
+    for p in reversed(paths):
+        p.chmod(modes[p] & ~0o222)
+    immutable = os.geteuid() == 0
+    if immutable:
+        res = subprocess.run(["chattr", "-R", "+i", str(root)], capture_output=True, check=False)
+        if res.returncode != 0:
+            for p in paths:
+                p.chmod(modes[p])
+            pytest.skip(f"running as root and chattr +i fails here: {res.stderr.strip()}")
+    try:
+        yield root
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-R", "-i", str(root)], check=False)
+        for p in paths:
+            p.chmod(modes[p])

@@ -79,3 +79,36 @@ def test_an_experiment_of_ones_own_runs_like_a_built_in(tmp_path):
         ConfigError, match="experiment='bits' is invalid.*bits has no run_job or summary"
     ):
         attnsvm.compose(["experiment=bits"])  # a module, but not an experiment
+
+
+@pytest.mark.parametrize(
+    ("override", "group", "options"),
+    [("dataset=nope", "dataset", "callable, digits"), ("+sweeps=locl", "sweeps", "local")],
+)
+def test_a_misspelt_group_option_names_the_group_and_the_accepted_options(override, group, options):
+    with pytest.raises(ConfigError) as info:
+        attnsvm.compose([override])
+    msg = str(info.value)
+    assert msg.startswith(f"{override}: no option") and f"in group '{group}'" in msg, msg
+    assert options in msg and "search path" not in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["rankdyn.lr=inf", "rankdyn.lr=nan", "rankdyn.lr=-1", "rankdyn.lr=0", "rankdyn.alpha=inf"],
+)
+def test_a_non_finite_or_non_positive_rankdyn_step_is_refused_naming_its_key(override):
+    with pytest.raises(ConfigError, match=override.split("=")[0].replace(".", r"\.") + "="):
+        attnsvm.compose(["experiment=rankdyn", override])
+
+
+@pytest.mark.parametrize("override", ["icl.lr=inf", "icl.lr=nan", "icl.lr=-0.1", "icl.lr=0"])
+def test_a_non_finite_or_non_positive_icl_step_is_refused_naming_its_key(override):
+    with pytest.raises(ConfigError, match=r"icl\.lr=.*finite floats > 0"):
+        attnsvm.compose(["experiment=icl", override])
+
+
+def test_the_cli_refuses_rankdyn_lr_inf_before_writing_anything(tmp_path):
+    res = run_cli("experiment=rankdyn", "rankdyn.lr=inf", f"hydra.run.dir={tmp_path / 'job'}")
+    assert res.returncode != 0 and "rankdyn.lr=inf" in res.stdout, res.stdout
+    assert "Traceback" not in res.stdout and not (tmp_path / "job").exists()

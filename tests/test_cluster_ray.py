@@ -22,8 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from bits import assert_frames_identical
-from cli_helpers import REPO, SMALL, cli_env, job_dirs, read_job_json, run_cli, sweep_table
+from cli_helpers import (
+    REPO,
+    SMALL,
+    assert_same_tables,
+    cli_env,
+    job_dirs,
+    read_job_json,
+    run_cli,
+    sweep_table,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -101,16 +109,6 @@ def ray_sweep(sweep_dir: Path, address: str, ray_env: dict, *overrides: str) -> 
     assert "Connected to Ray cluster" in res.stdout, res.stdout  # joined, started none
     assert "Started a local Ray instance" not in res.stdout, res.stdout
     return res.stdout
-
-
-def assert_same_tables(got_dir: Path, want_dir: Path) -> None:
-    """runs and trajectory identical bit for bit, config hash by config hash."""
-    for name in ("runs.parquet", "trajectory.parquet"):
-        got, want = sweep_table(got_dir, name), sweep_table(want_dir, name)
-        assert sorted(set(got.config_hash)) == sorted(set(want.config_hash)), name
-        for chash, rows in want.groupby("config_hash"):
-            mine = got[got.config_hash == chash].reset_index(drop=True)
-            assert_frames_identical(mine, rows.reset_index(drop=True), f"{name} {chash}")
 
 
 def test_a_sweep_on_the_ray_cluster_gives_the_local_rows(tmp_path, ray_head, ray_env):

@@ -141,3 +141,17 @@ def test_a_trained_p_model_is_measured_against_the_relaxed_p_svm():
     from attnsvm.experiments.gd.limits import label, limit_column
 
     assert label(limit_column(cfg, {"fro", "nuc"}), cfg) == "relaxed p-SVM"
+
+
+def test_steps_needed_beyond_float64_is_inf_without_an_overflow_warning():
+    import warnings
+
+    steps = np.array([0, 1000, 2000])
+    curve = np.array([0.0, 0.5, 0.5 + 1e-12])  # closing, but at a pace of ~1e-12 per decade
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert metrics.steps_needed(steps, curve, 1, 1e-6) == np.inf
+    gap = 1 - np.array([0.0, 0.92, 0.96])  # a finite answer: the formula's bits, unchanged
+    slope = np.log(gap[-1] / gap[1]) / np.log(2000 / 1000)
+    want = float(2000.0 * (0.01 / gap[-1]) ** (1 / slope))
+    assert metrics.steps_needed(steps, np.array([0.0, 0.92, 0.96]), 1, 0.01) == want

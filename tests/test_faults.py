@@ -292,3 +292,39 @@ def test_job_json_records_files_as_plain_json(tmp_path):
     attnsvm.run_job(attnsvm.compose(SMALL), out_dir=tmp_path)
     files = json.loads((tmp_path / JOB).read_text())["files"]
     assert all(len(f["sha256"]) == 64 and f["bytes"] > 0 for f in files.values())
+
+
+def test_a_path_component_over_name_max_is_one_line_before_anything_is_made(tmp_path):
+    from attnsvm.config.input_checks import check_output_dir_overrides
+
+    long = "x" * 290
+    for key in ("hydra.run.dir", "hydra.sweep.dir"):
+        with pytest.raises(ConfigError, match=f"{key}=.*is 290 bytes, over the file system's"):
+            check_output_dir_overrides([f"{key}={tmp_path}/a/{long}/b"])
+    assert list(tmp_path.iterdir()) == []
+    check_output_dir_overrides([f"hydra.run.dir={tmp_path}/a/{'x' * 200}"])  # within the limit
+
+
+@pytest.mark.slow
+def test_cli_a_290_character_directory_name_is_one_line_and_leaves_nothing(tmp_path):
+    res = run_cli(*SMALL, f"hydra.run.dir={tmp_path}/long/{'x' * 290}", timeout=120)
+    assert res.returncode != 0 and "Traceback" not in res.stdout, res.stdout
+    lines = [line for line in res.stdout.splitlines() if line.strip()]
+    assert (
+        lines[-1].startswith("attnsvm: invalid config: hydra.run.dir=") and "290 bytes" in lines[-1]
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_cli_rerun_of_a_read_only_sweep_is_one_line_saying_how_to_read_it(tmp_path):
+    from sweep_dirs import read_only
+
+    sweep = ["dataset.d=2,3", *SMALL, f"hydra.sweep.dir={tmp_path / 's'}"]
+    assert run_cli(*sweep, multirun=True).returncode == 0
+    with read_only(tmp_path / "s"):
+        res = run_cli(*sweep, multirun=True, timeout=120)
+    assert res.returncode != 0 and "Traceback" not in res.stdout, res.stdout
+    line = res.stdout.strip().splitlines()[-1]
+    assert line.startswith("attnsvm: invalid config: hydra.sweep.dir=") and "read-only" in line
+    assert "attnsvm.report DIR --out FILE" in line

@@ -106,3 +106,34 @@ def test_slurm_preset_signals_a_tenth_of_the_time_limit_before_it(timeout_min, d
     assert launcher._target_ == "hydra_plugins.attnsvm_slurm.SlurmLauncher"
     assert launcher.signal_delay_s == delay_s
     assert launcher.max_num_timeout == 0
+
+
+@pytest.mark.skipif(not HAS_SUBMITIT, reason="hydra-submitit-launcher not installed (.[slurm])")
+def test_slurm_asks_for_one_gpu_for_a_cuda_sweep_in_its_plan():
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    import hydra_plugins.attnsvm_slurm  # noqa: F401  its resolver, as Hydra's plug-in scan loads it
+    from attnsvm.config import register_configs
+    from conftest import CONF_DIR
+
+    def plan(*overrides, jobs=(("dataset.d=2",),)):
+        register_configs()
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(
+                config_name="config",
+                overrides=["hydra/launcher=slurm", *overrides],
+                return_hydra_config=True,
+            )
+        launcher = instantiate(cfg.hydra.launcher)
+        launcher.config = cfg  # what Hydra's setup gives it; nothing is submitted
+        return launcher.plan(jobs)
+
+    cuda = plan("device=cuda")
+    assert cuda["gpu"] and cuda["executor"]["slurm_gres"] == "gpu:1"
+    assert cuda["executor"]["timeout_min"] == 60 and cuda["executor"]["cpus_per_task"] == 1
+    cpu = plan()
+    assert not cpu["gpu"] and not cpu["executor"].get("slurm_gres")
+    assert plan(jobs=[("device=cuda",)])["executor"]["slurm_gres"] == "gpu:1"
+    mine = plan("device=cuda", "hydra.launcher.gres=gpu:a100:2")
+    assert mine["executor"]["slurm_gres"] == "gpu:a100:2"

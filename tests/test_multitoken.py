@@ -144,3 +144,22 @@ def test_a_solver_error_is_recorded_as_such_never_as_infeasible(monkeypatch):
     assert set(res.runs.status) == {"solver_error"}
     assert res.runs.reason.str.contains(": CLARABEL: The solver CLARABEL is not", regex=False).all()
     assert not res.runs.reason.str.contains("infeasible").any()
+
+
+def test_diverged_seeds_end_a_target_job_as_diverged_rows_and_progress_stays_in_range():
+    """lr=1e300: every seed diverges; the job finishes with those rows (never KeyError
+    'accepted'), stops drawing after the first batch, and reports at most the target."""
+    cfg = _multitoken_cfg(d=4, steps=40, every=20, target=2, batch_size=6)
+    cfg.optimizer.lr = 1e300
+    seen = []
+    res = run_job(cfg, progress=lambda done, total: seen.append((done, total)))
+    assert len(res.runs) == 6 and set(res.runs.status) == {"diverged"}
+    assert not res.runs.accepted.any()
+    assert seen == [(0, 2)]
+
+
+def test_progress_of_a_target_job_never_passes_the_target():
+    cfg = _multitoken_cfg(d=4, steps=800, every=400, target=1, batch_size=32)
+    seen = []
+    run_job(cfg, progress=lambda done, total: seen.append((done, total)))
+    assert seen and all(done <= total == 1 for done, total in seen) and seen[-1] == (1, 1)

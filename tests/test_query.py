@@ -159,3 +159,18 @@ def test_the_documented_queries_run(sweeps):
     for query in queries:
         if query != "SQL":
             sql(query, sweeps)
+
+
+def test_a_truncated_table_is_a_broken_job_not_a_duckdb_traceback(tmp_path, capsys):
+    """A finished job whose runs.parquet was truncated reads ``broken`` in ``jobs`` with what is
+    wrong; ``runs`` holds the intact jobs; the CLI answers with rc 0."""
+    make_sweep(tmp_path / "s", ds=(2, 4), kinds=("w",))
+    job = sorted((tmp_path / "s").glob("*/runs.parquet"))[-1]
+    with open(job, "r+b") as fh:
+        fh.truncate(100)
+    jobs = sql("SELECT job, status, error FROM jobs ORDER BY job", tmp_path / "s")
+    assert list(jobs.status) == ["finished", "broken"], jobs
+    assert "runs.parquet: 100 bytes" in jobs.error.iloc[1] and "re-run" in jobs.error.iloc[1]
+    assert len(sql("SELECT * FROM runs", tmp_path / "s")) == 3
+    assert main(["SELECT count(*) AS n FROM jobs", str(tmp_path / "s")]) == 0
+    assert "Traceback" not in capsys.readouterr().err

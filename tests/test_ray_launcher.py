@@ -70,3 +70,49 @@ def test_every_job_is_dispatched_with_its_sweep_number():
     launcher = instantiate(ray_launcher_config())
     jobs = launcher.jobs_to_dispatch([("dataset.d=2",), ("dataset.d=4",)], initial_job_idx=3)
     assert jobs == [(3, ["dataset.d=2"]), (4, ["dataset.d=4"])]
+
+
+def planned_ray_options(*overrides: str, jobs=(("dataset.d=2",), ("dataset.d=4", "device=cpu"))):
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(
+            config_name="config",
+            overrides=["hydra/launcher=ray", *overrides],
+            return_hydra_config=True,
+        )
+    launcher = instantiate(cfg.hydra.launcher)
+    launcher.config = cfg  # what Hydra's setup gives it; Ray is never started
+    return [p["options"] for p in launcher.plan(jobs)]
+
+
+def test_a_cuda_job_asks_ray_for_one_gpu_and_a_cpu_job_for_none():
+    first, second = planned_ray_options("device=cuda")  # the second job overrides device=cpu
+    assert first == {"num_cpus": 1, "num_gpus": 1, "max_retries": 0}
+    assert second["num_gpus"] == 0
+    assert [o["num_gpus"] for o in planned_ray_options()] == [0, 0]
+    cuda_in_grid = planned_ray_options(jobs=[("device=cuda",), ("device=cpu",)])
+    assert [o["num_gpus"] for o in cuda_in_grid] == [1, 0]
+    set_by_hand = planned_ray_options("device=cuda", "hydra.launcher.num_gpus=0.5")
+    assert [o["num_gpus"] for o in set_by_hand] == [0.5, 0]
+
+
+def test_address_auto_without_a_cluster_is_one_line_and_leaves_nothing(tmp_path):
+    """The README's Ray line on a machine with no Ray running: one attnsvm: line saying what to
+    do, a non-zero exit, and no sweep directory (the sweeper's multirun.yaml removed)."""
+    import os
+    import subprocess
+
+    from cli_helpers import attnsvm_cmd, cli_env
+
+    env = cli_env(RAY_ADDRESS="")
+    env.pop("RAY_ADDRESS")
+    overrides = ["+sweeps=rank", "hydra/launcher=ray", "hydra.launcher.address=auto"]
+    cmd = attnsvm_cmd(*overrides, multirun=True)
+    res = subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert res.returncode != 0
+    lines = (res.stdout + res.stderr).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnsvm: hydra.launcher.address=auto"), lines
+    assert "ray start --head" in lines[0] and "drop hydra.launcher.address" in lines[0]
+    assert os.listdir(tmp_path) == []

@@ -207,3 +207,62 @@ def test_report_cli_errors_and_aggregate_writes_the_report(tmp_path, capsys):
     assert aggregate_main([str(tmp_path / "s"), "--no-figures"]) == 0
     assert f"report: {tmp_path / 's' / 'report.html'}" in capsys.readouterr().out
     assert (tmp_path / "s" / "report.html").stat().st_size > 0
+
+
+def test_a_job_that_failed_before_hydra_wrote_its_overrides_reads_failed_everywhere(
+    tmp_path, capsys
+):
+    """A failed job.json without .hydra/overrides.yaml (a generator that raised at preflight)
+    is matched to its grid point by its job number: failed with its reason in aggregate, the
+    report and query, never 'never started'."""
+    import shutil
+
+    from attnsvm.results.query import sql
+
+    sweep = tmp_path / "s"
+    jobs = make_troubled_sweep(sweep)
+    shutil.rmtree(jobs["4-w"] / ".hydra")
+    assert aggregate_main([str(sweep)]) == 0
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "RuntimeError('boom')" in out
+    never = [line for line in out.splitlines() if "never started" in line]
+    assert len(never) == 2 and not any("dataset.d=4" in line for line in never), never
+    page = Page((sweep / "report.html").read_text())
+    assert "1 failed, 1 running; 2 never started of 6 grid points" in page.text["jobs"]
+    assert list(page.frame("jobs", 0).job) == ["2"]
+    got = sql("SELECT job, status, error FROM jobs WHERE status = 'failed'", sweep)
+    assert got.values.tolist() == [["2", "failed", "RuntimeError('boom')"]]
+
+
+def test_jobs_are_in_natural_order_in_the_timings(tmp_path):
+    """Twelve jobs: 0, 1, 2, ..., 10, 11 (not 0, 1, 10, 11, 2)."""
+    from attnsvm.results.store import write_json
+
+    sweep = tmp_path / "s"
+    make_sweep(sweep, ds=(2,), kinds=("w",))
+    record = json.loads((sweep / "0" / "job.json").read_text())
+    for k in range(1, 12):
+        (sweep / str(k)).mkdir()
+        write_json({**record, "status": "failed", "error": "x"}, sweep / str(k) / "job.json")
+    page = Page(write_report(sweep).read_text())
+    assert list(page.frame("timings").job) == [str(k) for k in range(12)]
+
+
+def test_a_read_only_sweep_reports_elsewhere_and_writes_nothing_into_it(tmp_path, capsys):
+    """No summary yet and the sweep read-only: --out FILE aggregates into a temporary folder and
+    writes the page there; without --out, one attnsvm: line saying to pass it."""
+    from sweep_dirs import read_only
+
+    sweep = tmp_path / "s"
+    make_sweep(sweep, ds=(2, 4), kinds=("w",))
+    before = sorted(p.relative_to(sweep) for p in sweep.rglob("*"))
+    out = tmp_path / "elsewhere" / "page.html"
+    out.parent.mkdir()
+    with read_only(sweep):
+        assert report.main([str(sweep), "--out", str(out)]) == 0
+        assert report.main([str(sweep)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"attnsvm: {sweep} cannot be written") and "--out FILE" in err, err
+    assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before
+    page = Page(out.read_text())
+    assert len(page.frame("summary")) == 2 and "2 finished" in page.text["jobs"]

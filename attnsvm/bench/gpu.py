@@ -1,8 +1,8 @@
 """GPU benchmark: training on CUDA (torch engine, float64 and float32) against the CPU torch
 engine of the same machine, and how far float32's final directions are from float64's.
 
-    python -m attnsvm.bench_gpu --out docs/benchmarks_gpu.json   # needs CUDA; a few minutes
-    python -m attnsvm.bench_gpu --allow-cpu                      # no GPU: a tiny CPU smoke
+    python -m attnsvm.bench.gpu --out docs/benchmarks_gpu.json   # needs CUDA; a few minutes
+    python -m attnsvm.bench.gpu --allow-cpu                      # no GPU: a tiny CPU smoke
 
 Measured (``train`` with ``engine=torch``, normalized GD on W, the linear head):
 
@@ -199,7 +199,7 @@ def _g(x: float | None) -> str:
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m attnsvm.bench_gpu", description=__doc__.split("\n")[0]
+        prog="python -m attnsvm.bench.gpu", description=__doc__.split("\n")[0]
     )
     p.add_argument("--out", help="write the results as JSON here (e.g. docs/benchmarks_gpu.json)")
     p.add_argument("--allow-cpu", action="store_true", help="without CUDA: a tiny CPU smoke run")

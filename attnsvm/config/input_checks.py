@@ -120,6 +120,41 @@ def check_writable_dir(path, key: str) -> Path:
     return p
 
 
+def _check_name_lengths(key: str, value: str, path: Path) -> None:
+    """Each component of ``path`` within the file system's NAME_MAX (255 bytes on Linux) and
+    the whole within PATH_MAX: else the OS refuses it with 'File name too long'."""
+    name_max, path_max = 255, 4096
+    try:
+        name_max = os.pathconf("/", "PC_NAME_MAX")
+        path_max = os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):  # no pathconf (Windows): the common limits
+        pass
+    for part in path.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise ConfigError(
+                f"{key}={shown(value)} cannot be created: its component {shown(part)} is "
+                f"{len(os.fsencode(part))} bytes, over the file system's {name_max}; accepted: "
+                "a path whose every name is shorter"
+            )
+    if len(os.fsencode(str(path))) >= path_max:
+        raise ConfigError(
+            f"{key}={shown(value)} cannot be created: {len(os.fsencode(str(path)))} bytes, over "
+            f"the file system's {path_max - 1}; accepted: a shorter path"
+        )
+
+
+def _check_resumable(key: str, value: str, sweep: Path) -> None:
+    """A sweep to resume: Hydra rewrites its multirun.yaml first, so both must be writable."""
+    for path in (sweep, sweep / "multirun.yaml"):
+        if not os.access(path, os.W_OK):
+            raise ConfigError(
+                f"{key}={shown(value)} is a sweep that cannot be written ({shown(str(path))} is "
+                "read-only), so it cannot be resumed; its results read as they are: python -m "
+                "attnsvm.report DIR --out FILE, python -m attnsvm.query SQL DIR; to resume it, "
+                "make it writable or copy it"
+            )
+
+
 def check_output_dir_overrides(overrides: list[str]) -> None:
     """``hydra.run.dir`` / ``hydra.sweep.dir`` given on the command line must be creatable
     (their nearest existing ancestor a writable directory), before Hydra tries and fails."""
@@ -128,6 +163,10 @@ def check_output_dir_overrides(overrides: list[str]) -> None:
         if not sep or key not in ("hydra.run.dir", "hydra.sweep.dir") or "${" in value:
             continue
         here = Path(value).expanduser().absolute()
+        _check_name_lengths(key, value, here)
+        if key == "hydra.sweep.dir" and (here / "multirun.yaml").is_file():
+            _check_resumable(key, value, here)
+            continue
         while not here.exists() and here != here.parent:
             here = here.parent
         if not here.is_dir() or not os.access(here, os.W_OK | os.X_OK):

@@ -30,7 +30,6 @@ from attnsvm.metrics import CONV_TYPES
 from attnsvm.results import store as results
 from attnsvm.results.integrity import verified
 from attnsvm.results.store import JOB, RUNS, TRAJECTORY, flatten
-from attnsvm.results.sweepdir import never_started
 
 # short names the pipeline writes next to the dotted config keys they duplicate
 SHORT_KEYS = {
@@ -317,6 +316,16 @@ def experiment_figures(sweep: Sweep, out: Path) -> list[Path]:
     return written
 
 
+def never_started_lines(sweep_dir: Path) -> list[str]:
+    """``  never started: OVERRIDES (reason)`` for each grid point no job.json answers for (a
+    job that failed before Hydra wrote its overrides is matched by its job number)."""
+    from attnsvm.results.sweep_report import never_started, read_grid, read_jobs
+
+    grid = read_grid(sweep_dir)
+    missing = never_started(sweep_dir, grid, read_jobs(sweep_dir, grid))
+    return [f"  never started: {r.overrides} ({r.reason})" for r in missing.itertuples()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m attnsvm.aggregate",
@@ -332,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"attnsvm.aggregate: {exc}", file=sys.stderr)
         return 2
     print(job_report(sweep))
-    for job in never_started(Path(args.sweep_dir)):  # an interrupted sweep's grid points
-        print(f"  never started: {job}")
+    for line in never_started_lines(Path(args.sweep_dir)):  # an interrupted sweep's points
+        print(line)
     if summary.empty:
         print("no finished job yet: nothing to summarise")
         return 1

@@ -9,14 +9,16 @@ Each DIR may be a sweep directory, a job directory, or a folder holding several 
 
 * ``runs``: every row of every finished job's runs.parquet;
 * ``trajectory``: every row of every finished job's trajectory.parquet;
-* ``jobs``: one row per job.json, finished or not (status, error, seconds, config_hash).
+* ``jobs``: one row per job.json, finished or not (status, error, seconds, config_hash, node).
 
 Each view starts with ``sweep`` (the name of the directory holding the job's multirun.yaml, or
 of the job's parent for a single run), ``job`` (the job directory relative to it) and
 ``sweep_dir`` (the sweep's absolute path, for sweeps of the same name). Only jobs whose job.json
-says ``finished`` enter ``runs`` and ``trajectory``: job.json is written last, so any other
-job's tables may be partial. Sweeps with different columns combine by column name; a column a
-sweep lacks is NULL in its rows.
+says ``finished`` and whose tables match what it recorded enter ``runs`` and ``trajectory``:
+job.json is written last, so any other job's tables may be partial; a finished job whose tables
+were damaged since (truncated, overwritten) reads ``broken`` in ``jobs``, with what is wrong, and
+a re-run of its sweep recomputes it. Sweeps with different columns combine by column name; a
+column a sweep lacks is NULL in its rows.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnsvm.results.integrity import verified
 from attnsvm.results.store import RUNS, TRAJECTORY, scan_jobs
 
 MULTIRUN = "multirun.yaml"  # Hydra writes it into every sweep directory
@@ -56,6 +59,7 @@ class JobDir:
             "seconds": r.get("seconds"),
             "started": r.get("started"),
             "error": r.get("error"),
+            "node": r.get("node"),
         }
 
 
@@ -74,7 +78,7 @@ def find_jobs(dirs: list[str | Path]) -> list[JobDir]:
         d = Path(d)
         if not d.is_dir():
             raise QueryError(f"{d} is not a directory (expected a sweep, job or results folder)")
-        for job_dir, record in scan_jobs(d):
+        for job_dir, record in map(verified, scan_jobs(d)):  # damaged tables: ``broken``
             job_dir = job_dir.resolve()
             found.setdefault(job_dir, JobDir(job_dir, sweep_of(job_dir), record))
     return sorted(found.values(), key=lambda j: j.path)
@@ -87,13 +91,21 @@ def _quote(text: str) -> str:
 def _table_view(con, name: str, files: pd.DataFrame) -> None:
     """View ``name`` over the parquet files listed in ``files`` (filename, sweep, job,
     sweep_dir), read in place, with the job's location joined on by file name."""
+    import duckdb
+
     con.register(f"_{name}_files", files)
     paths = ", ".join(_quote(f) for f in files.filename)
-    con.execute(
-        f"CREATE VIEW {name} AS SELECT f.sweep, f.job, t.* EXCLUDE (filename), f.sweep_dir "
-        f"FROM read_parquet([{paths}], union_by_name = true, filename = true) AS t "
-        f"JOIN _{name}_files AS f USING (filename)"
-    )
+    try:
+        con.execute(
+            f"CREATE VIEW {name} AS SELECT f.sweep, f.job, t.* EXCLUDE (filename), f.sweep_dir "
+            f"FROM read_parquet([{paths}], union_by_name = true, filename = true) AS t "
+            f"JOIN _{name}_files AS f USING (filename)"
+        )
+    except duckdb.Error as exc:  # a file changed between the check and the read
+        raise QueryError(
+            f"cannot read the {name} tables ({str(exc).splitlines()[0]}): re-run the sweep to "
+            "recompute damaged jobs"
+        ) from None
 
 
 def connect(dirs: list[str | Path]):

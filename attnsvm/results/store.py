@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -153,7 +154,8 @@ def remove_stale_temps(job_dir: Path) -> list[Path]:
 
 
 def job_record(cfg) -> dict:
-    """job.json's identity part: config hash, resolved config, package versions, start time."""
+    """job.json's identity part: config hash, resolved config, package versions, start time,
+    and the node it runs on ($ATTNSVM_NODE, which the Ray launcher sets; else the host name)."""
     from attnsvm.results.versions import versions
 
     return {
@@ -161,6 +163,7 @@ def job_record(cfg) -> dict:
         "config": plain(cfg),
         "versions": versions(),
         "started": time.time(),
+        "node": os.environ.get("ATTNSVM_NODE") or socket.gethostname(),
     }
 
 

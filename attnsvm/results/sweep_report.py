@@ -12,6 +12,7 @@ point it ran), and what ``python -m attnsvm.aggregate`` wrote into ``DIR/summary
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class Grid:
     params: dict[str, str]  # hydra.sweeper.params (a sweep file's grid)
     points: list[frozenset[str]] = field(default_factory=list)  # one override set per job
     note: str = ""  # why ``points`` is empty, when it is
+    numbered: bool = False  # job directories are named by job number (hydra.sweep.subdir)
 
 
 def read_grid(sweep_dir: Path) -> Grid | None:
@@ -54,6 +56,7 @@ def read_grid(sweep_dir: Path) -> Grid | None:
     sweeper = hydra.get("sweeper") or {}
     params = {str(k): str(v) for k, v in (sweeper.get("params") or {}).items()}
     grid = Grid(command, params)
+    grid.numbered = str((hydra.get("sweep") or {}).get("subdir")) == "${hydra.job.num}"
     if not str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
         grid.note = f"the sweeper {sweeper.get('_target_')} chooses its points as it runs"
         return grid
@@ -88,8 +91,19 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def read_jobs(sweep_dir: Path) -> pd.DataFrame:
-    """One row per job.json below ``sweep_dir``: where, status, reason, timings, versions."""
+def _point_of(job_dir: Path, sweep_dir: Path, grid: Grid | None) -> frozenset[str] | None:
+    """The grid point of a job: its ``.hydra/overrides.yaml``, else (a job that failed before
+    Hydra wrote it) the point its job number names, where directories are job numbers."""
+    found = _overrides(job_dir)
+    if found is not None or grid is None or not grid.numbered:
+        return found
+    rel = job_dir.relative_to(sweep_dir).as_posix()
+    return grid.points[int(rel)] if rel.isdigit() and int(rel) < len(grid.points) else None
+
+
+def read_jobs(sweep_dir: Path, grid: Grid | None = None) -> pd.DataFrame:
+    """One row per job.json below ``sweep_dir``: where, status, reason, timings, versions, and
+    the grid point it answers for (``overrides``)."""
     rows = []
     for job_dir, job in scan_jobs(sweep_dir):
         seeds = job.get("seed_status") or {}
@@ -104,13 +118,21 @@ def read_jobs(sweep_dir: Path) -> pd.DataFrame:
                 "seconds": job.get("seconds"),
                 "error": job.get("error", ""),
                 "versions": job.get("versions") or {},
-                "overrides": _overrides(job_dir),
+                "overrides": _point_of(job_dir, Path(sweep_dir), grid),
             }
         )
+    rows.sort(key=lambda r: natural_key(r["job"]))  # 0, 1, 2, ..., 10, not 0, 1, 10, 2
     return pd.DataFrame(
         rows,
         columns=["job", "status", "config_hash", "seeds", "seed_status", "started", "seconds"]
         + ["error", "versions", "overrides"],
+    )
+
+
+def natural_key(path: str) -> tuple:
+    """Sort key of a job path that orders its numbers as numbers: 2 before 10, a/9 before a/10."""
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", path)
     )
 
 
@@ -264,7 +286,7 @@ def build_report(sweep_dir: Path, summary_dir: Path | None = None, figures=None)
     summary = pd.read_parquet(path) if path.is_file() else None
     figures = sorted(summary_dir.glob("*.png")) if figures is None else list(figures)
     grid = read_grid(sweep_dir)
-    jobs = read_jobs(sweep_dir)
+    jobs = read_jobs(sweep_dir, grid)
     missing = never_started(sweep_dir, grid, jobs)
     images = "\n".join(report_html.image(f) for f in figures)
     sections = [

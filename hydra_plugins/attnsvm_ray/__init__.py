@@ -13,7 +13,12 @@ config hashes are those of the local launcher. Like the Slurm launcher it waits 
   ``status: failed`` in its job.json with Ray's error (``ray_error``); the sweep goes on, its
   summary lists the job, and a re-run recomputes it;
 - an invalid config stops the sweep, as on every launcher, after cancelling the other tasks;
-- if the launching process fails or is interrupted, every task still running is cancelled.
+- if the launching process fails or is interrupted, every task still running is cancelled;
+- each job records the Ray node it ran on in job.json (``node``: host and Ray node id);
+- a job with ``device=cuda`` asks Ray for one GPU (``num_gpus``; :meth:`RayLauncher.plan`).
+
+With ``address=auto`` and no Ray cluster running the sweep stops at once with one ``attnsvm:``
+line saying how to start one, and leaves nothing behind.
 
 The preset is conf/hydra/launcher/ray.yaml; the keys are :class:`RayLauncherConf`'s.
 """
@@ -35,6 +40,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, open_dict
 
 log = logging.getLogger(__name__)
+NODE_ENV = "ATTNSVM_NODE"  # what job.json records as ``node`` (attnsvm.results.store)
 # Ray errors that say the task's worker or node is gone, not that attnsvm's code raised
 LOST = (
     "WorkerCrashedError",
@@ -51,6 +57,7 @@ class RayLauncherConf:
     _target_: str = "hydra_plugins.attnsvm_ray.RayLauncher"
     address: str | None = None  # null: $RAY_ADDRESS if set, else a new local Ray
     num_cpus: float = 1.0  # CPUs Ray reserves for each job (jobs run `threads` threads)
+    num_gpus: float | None = None  # GPUs per device=cuda job (null: 1); CPU jobs ask none
     max_concurrent: int | None = None  # at most this many jobs in flight (null: all of them)
     max_retries: int = 0  # Ray re-runs a task whose worker died this many times
     init: dict[str, Any] = field(default_factory=dict)  # more ray.init keywords
@@ -77,6 +84,10 @@ def execute_job(idx: int, overrides: Sequence[str], shared: tuple, cwd: str) -> 
             f"{socket.gethostname()}: hydra/launcher=ray needs a file system every node shares"
         )
     os.chdir(cwd)  # relative paths (sweep dir, data files) mean what they meant there
+    import ray
+
+    node_id = ray.get_runtime_context().get_node_id()
+    os.environ[NODE_ENV] = f"{socket.gethostname()}/{node_id}"  # job.json's ``node``
     setup_globals()
     Singleton.set_state(singleton_state)
     sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
@@ -101,6 +112,7 @@ class RayLauncher(Launcher):
         self,
         address: str | None = None,
         num_cpus: float = 1.0,
+        num_gpus: float | None = None,
         max_concurrent: int | None = None,
         max_retries: int = 0,
         init: dict | None = None,
@@ -110,7 +122,7 @@ class RayLauncher(Launcher):
                 f"attnsvm: hydra.launcher.max_concurrent={max_concurrent}: accepted values are "
                 "integers >= 1, or null (no limit)"
             )
-        self.address, self.num_cpus = address, num_cpus
+        self.address, self.num_cpus, self.num_gpus = address, num_cpus, num_gpus
         self.max_concurrent, self.max_retries = max_concurrent, max_retries
         self.init = dict(init or {})
         self.config: DictConfig | None = None
@@ -129,12 +141,12 @@ class RayLauncher(Launcher):
         assert self.config is not None
         jobs = self.jobs_to_dispatch(job_overrides, initial_job_idx)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        started = bool(jobs) and not ray.is_initialized()
+        if started:
+            self._init(ray, sweep_dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         if not jobs:
             return []
-        started = not ray.is_initialized()
-        if started:
-            ray.init(address=self.address, **self.init)
         log.info("Ray: %d jobs, sweep output dir: %s", len(jobs), sweep_dir)
         for idx, overrides in jobs:
             log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
@@ -144,17 +156,48 @@ class RayLauncher(Launcher):
             if started:
                 ray.shutdown()
 
+    def _init(self, ray, sweep_dir: Path) -> None:
+        """``ray.init``; no cluster at ``address``: one line saying what to do, and the sweep
+        directory the sweeper just made (multirun.yaml alone) removed."""
+        try:
+            ray.init(address=self.address, **self.init)
+        except ConnectionError as exc:
+            remove_empty_sweep(sweep_dir)
+            where = "auto" if self.address == "auto" else self.address
+            raise SystemExit(
+                f"attnsvm: hydra.launcher.address={where}: no Ray cluster to join "
+                f"({str(exc).splitlines()[0]}). Start one on this machine with `ray start "
+                "--head` (each other node: `ray start --address=HEAD:6379`) and re-run, or drop "
+                "hydra.launcher.address to run the sweep on a local Ray started for it"
+            ) from None
+
     def jobs_to_dispatch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> list[tuple[int, list[str]]]:
         """(job number, overrides) of every job to send to Ray: the one place that decides."""
         return [(initial_job_idx + i, list(o)) for i, o in enumerate(job_overrides)]
 
+    def task_options(self, overrides: Sequence[str]) -> dict[str, Any]:
+        """The Ray task options of the job with ``overrides``: its CPUs, its GPUs (one for a
+        ``device=cuda`` job, or ``num_gpus``; none for a CPU job) and its retries."""
+        gpus = 0
+        if job_device(overrides, self.config) == "cuda":
+            gpus = 1 if self.num_gpus is None else self.num_gpus
+        return {"num_cpus": self.num_cpus, "num_gpus": gpus, "max_retries": self.max_retries}
+
+    def plan(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int = 0
+    ) -> list[dict[str, Any]]:
+        """What each job is sent to Ray with, without starting Ray: job number, overrides,
+        task options."""
+        return [
+            {"idx": idx, "overrides": overrides, "options": self.task_options(overrides)}
+            for idx, overrides in self.jobs_to_dispatch(job_overrides, initial_job_idx)
+        ]
+
     def _run(self, ray, jobs: list[tuple[int, list[str]]]) -> list[JobReturn]:
         """Dispatch at most ``max_concurrent`` tasks at a time; collect each as it ends."""
-        remote = ray.remote(execute_job).options(
-            num_cpus=self.num_cpus, max_retries=self.max_retries
-        )
+        remote = ray.remote(execute_job)
         shared = ray.put(
             (self.hydra_context, self.config, self.task_function, Singleton.get_state())
         )
@@ -165,8 +208,8 @@ class RayLauncher(Launcher):
             while waiting or pending:
                 while waiting and len(pending) < limit:
                     pos = waiting.pop(0)
-                    ref = remote.remote(*jobs[pos], shared, cwd)
-                    pending[ref] = pos
+                    task = remote.options(**self.task_options(jobs[pos][1]))
+                    pending[task.remote(*jobs[pos], shared, cwd)] = pos
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
                     pos = pending.pop(ref)
@@ -187,7 +230,7 @@ class RayLauncher(Launcher):
         except lost as exc:
             kind, why = type(exc).__name__, str(exc).strip().splitlines()[0]
             error = f"Ray task {ref.task_id().hex()} ended without a result: {kind}: {why}"
-            return self._record_lost(overrides, idx, error, ray_error=kind)
+            return self._record_lost(overrides, idx, error, ray_error=kind, node=None)
         if isinstance(ret, Exited):
             raise SystemExit(ret.code)
         return ret
@@ -206,3 +249,27 @@ def import_ray():
     except ImportError:
         raise SystemExit("attnsvm: hydra/launcher=ray needs Ray: pip install -e '.[ray]'") from None
     return ray
+
+
+def job_device(overrides: Sequence[str], config: DictConfig | None) -> str:
+    """The ``device`` a job runs on: its last ``device=`` override, else the sweep's."""
+    for item in reversed(list(overrides)):
+        key, sep, value = item.lstrip("+~").partition("=")
+        if sep and key == "device":
+            return value.strip()
+    device = config.get("device", "cpu") if config is not None else "cpu"
+    return str(getattr(device, "value", device))  # a structured config holds the enum
+
+
+def remove_empty_sweep(sweep_dir: Path) -> None:
+    """Remove a sweep directory that holds nothing but the sweeper's multirun.yaml (and the
+    empty folders above it, up to the working directory): a sweep that never started."""
+    sweep_dir = Path(sweep_dir).absolute()
+    if not sweep_dir.is_dir() or any(p.name != "multirun.yaml" for p in sweep_dir.iterdir()):
+        return
+    (sweep_dir / "multirun.yaml").unlink(missing_ok=True)
+    sweep_dir.rmdir()
+    cwd, here = Path.cwd().absolute(), sweep_dir.parent
+    while here != cwd and cwd in here.parents and not any(here.iterdir()):
+        here.rmdir()
+        here = here.parent

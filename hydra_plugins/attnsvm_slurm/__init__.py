@@ -84,23 +84,15 @@ if submitit_launcher is not None:
             import submitit
             from hydra.core.singleton import Singleton
             from hydra.core.utils import filter_overrides
-            from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 
             assert self.config is not None
-            init_keys = {"submitit_folder", "max_num_timeout"}
+            plan = self.plan(job_overrides)
             executor = submitit.AutoExecutor(
                 cluster="slurm",
                 folder=self.params["submitit_folder"],
                 slurm_max_num_timeout=self.params["max_num_timeout"],
             )
-            base = set(OmegaConf.structured(BaseQueueConf).keys())
-            executor.update_parameters(
-                **{
-                    k if k in base else f"slurm_{k}": v
-                    for k, v in self.params.items()
-                    if k not in init_keys
-                }
-            )
+            executor.update_parameters(**plan["executor"])
             sweep_dir = Path(str(self.config.hydra.sweep.dir))
             sweep_dir.mkdir(parents=True, exist_ok=True)
             log.info("Slurm job array for the sweep in %s", sweep_dir)
@@ -117,6 +109,28 @@ if submitit_launcher is not None:
                     )
                 )
             return executor.map_array(self, *zip(*args, strict=True))
+
+        def plan(self, job_overrides: Sequence[Sequence[str]]) -> dict:
+            """What the array is submitted with, without Slurm: ``executor``, submitit's
+            parameters (hydra-submitit-launcher's names; ``slurm_`` for Slurm-only keys) and
+            ``gpu``: whether a job runs on ``device=cuda``. Then each task asks for one GPU
+            (``gres: gpu:1``) unless ``gres`` or a ``gpus_*`` key is set."""
+            from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+
+            from hydra_plugins.attnsvm_ray import job_device
+
+            params = dict(self.params)
+            gpu = any(job_device(o, self.config) == "cuda" for o in job_overrides)
+            gpu_keys = ("gres", "gpus_per_node", "gpus_per_task")
+            if gpu and not any(params.get(k) for k in gpu_keys):
+                params["gres"] = "gpu:1"
+            base = set(OmegaConf.structured(BaseQueueConf).keys())
+            executor = {
+                k if k in base else f"slurm_{k}": v
+                for k, v in params.items()
+                if k not in ("submitit_folder", "max_num_timeout")
+            }
+            return {"executor": executor, "gpu": gpu}
 
         def _wait(self, jobs: list) -> list:
             """Until every task has a result or Slurm says it ended; returns each task's error

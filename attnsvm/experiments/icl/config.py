@@ -5,6 +5,7 @@ python -m attnsvm.run experiment=icl icl.N=40 icl.spectrum=linear icl.kappa=4
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -91,7 +92,7 @@ class Config:
         _check(self.kappa >= 1, "kappa", "floats >= 1 (eigenvalues from 1 to kappa)", self.kappa)
         _check(self.noise >= 0, "noise", "floats >= 0 (the label noise sigma)", self.noise)
         _check(self.init_scale >= 0, "init_scale", "floats >= 0", self.init_scale)
-        _check(self.lr > 0, "lr", "floats > 0", self.lr)
+        _check(0 < self.lr < math.inf, "lr", "finite floats > 0", self.lr)  # not nan, not inf
         betas = list(self.betas)
         _check(
             len(betas) == 2 and all(0 <= b < 1 for b in betas),

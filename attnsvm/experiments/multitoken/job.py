@@ -156,7 +156,12 @@ def analyse_seed(cfg: RunConfig, X, Z, s, Ws, seed: int):
     finite = bool(np.isfinite(Ws).all() and np.isfinite(s).all())
     row = {"seed": seed, **flags}
     if not finite:
-        return {**row, "status": "diverged", "reason": "non-finite parameters"}, None
+        return {
+            **row,
+            "status": "diverged",
+            "reason": "non-finite parameters",
+            "accepted": False,
+        }, None
     errors = []  # a solver that failed: the seed is a solver_error, never "infeasible"
     if cfg.parameterization.kind == Parameterization.kq:  # nuclear norm, as published
         (Wf, fin_status, fin_reason), (Wd, dir_status, dir_reason) = w_fin_dir_nuc(
@@ -234,7 +239,8 @@ def run_batch(cfg: RunConfig, seeds: list[int], analyse_all: bool):
             traj.steps, loss=traj.loss[:, r], grad_norm=traj.grad_norm[:, r], W=Ws[:, r]
         )
         if why is not None:  # before the filters: a NaN softmax passes none of them
-            row, curve = {"seed": seed, **flags, "status": "diverged", "reason": why}, None
+            row = {"seed": seed, **flags, "status": "diverged", "reason": why, "accepted": False}
+            curve = None
         elif analyse_all or (flags["band_ok"] and flags["has_zero"]):
             row, curve = analyse_seed(cfg, X[r], Z[r], S[r], Ws[:, r], seed)
         else:
@@ -259,7 +265,8 @@ def run_batch(cfg: RunConfig, seeds: list[int], analyse_all: bool):
 def run_job(cfg: RunConfig, progress=None):
     """``seeds`` seeds from ``seed`` on, or with ``multitoken.target_accepted`` set, batches of
     ``batch_size`` seeds until that many are accepted: then the rows are exactly the seeds
-    from ``seed`` up to the target-th accepted one, whatever the batch size."""
+    from ``seed`` up to the target-th accepted one, whatever the batch size. Drawing stops
+    early when every seed of a batch diverged (the step size, not the draw): the rows say so."""
     from attnsvm.results.contract import JobResult, config_columns
 
     t0 = time.perf_counter()
@@ -280,8 +287,10 @@ def run_job(cfg: RunConfig, progress=None):
             r, c = run_batch(cfg, seeds, analyse_all=False)
             rows, curves = rows + r, curves + c
             n_ok = sum(row["accepted"] for row in rows)
-            if progress is not None:
-                progress(n_ok, target)
+            if progress is not None:  # accepted seeds of the target (a batch may pass it)
+                progress(min(n_ok, target), target)
+            if all(row["status"] == "diverged" for row in r):
+                break  # a whole batch diverged: more seeds of this config would too
         ok_seeds = [row["seed"] for row in rows if row["accepted"]]
         if len(ok_seeds) >= target:
             last = ok_seeds[target - 1]

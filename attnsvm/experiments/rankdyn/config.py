@@ -5,6 +5,7 @@ python -m attnsvm.run experiment=rankdyn rankdyn.alpha=1e-3 rankdyn.rule=gd
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from enum import Enum
 
@@ -55,9 +56,10 @@ class Config:
             if kind is not None and not isinstance(value, kind):
                 _require(value in {k.value for k in kind}, f.name, _names(kind), value)
                 setattr(self, f.name, kind(value))
-        _require(self.alpha > 0, "alpha", "floats > 0", self.alpha)
+        _require(0 < self.alpha < math.inf, "alpha", "finite floats > 0", self.alpha)
         _require(0 < self.rank_frac < 1, "rank_frac", "floats in (0, 1)", self.rank_frac)
-        _require(self.lr is None or self.lr > 0, "lr", "null or floats > 0", self.lr)
+        lr_ok = self.lr is None or 0 < self.lr < math.inf  # nan and inf: every step non-finite
+        _require(lr_ok, "lr", "null or finite floats > 0", self.lr)
         _require(self.steps >= 1, "steps", "integers >= 1", self.steps)
         _require(self.checkpoints >= 2, "checkpoints", "integers >= 2", self.checkpoints)
         for key in ("n", "T", "d"):
