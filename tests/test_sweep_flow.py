@@ -195,7 +195,7 @@ def test_a_killed_worker_fails_its_job_only(tmp_path, hook):
         multirun=True,
         **env,
     )
-    assert res.returncode == 0, res.stdout
+    assert res.returncode == 1, res.stdout  # a sweep with failed jobs exits 1, after its summary
     assert res.stdout.rstrip().endswith("1 failed, 0 not started"), res.stdout
     assert "attnsvm sweep: 2 run, 0 skipped, 1 failed, 0 not started" in res.stdout
     assert "Traceback" not in res.stdout
@@ -211,6 +211,7 @@ def test_a_killed_worker_fails_its_job_only(tmp_path, hook):
         multirun=True,
     )
     assert "attnsvm sweep: 1 run, 2 skipped, 0 failed, 0 not started" in again.stdout, again.stdout
+    assert again.returncode == 0, again.stdout
 
 
 @pytest.fixture
@@ -229,7 +230,7 @@ def test_a_full_disk_fails_the_jobs_it_hits_and_the_sweep_ends_with_its_summary(
     args = ["dataset.d=2,3,4", *SMALL, "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={sweep}"]
     env = {**hook, "ATTNSVM_TEST_D": "3", "ATTNSVM_TEST_FILL": str(filler)}
     res = run_cli(*args, multirun=True, **env)
-    assert res.returncode == 0, res.stdout
+    assert res.returncode == 1, res.stdout
     assert res.stdout.rstrip().endswith("attnsvm sweep: 1 run, 0 skipped, 2 failed, 0 not started")
     assert "Traceback" not in res.stdout, res.stdout
     assert "No space left on device" in res.stdout
@@ -242,6 +243,7 @@ def test_a_full_disk_fails_the_jobs_it_hits_and_the_sweep_ends_with_its_summary(
 
     filler.unlink()  # space again: the same command computes the two jobs the disk failed
     again = run_cli(*args, multirun=True)
+    assert again.returncode == 0, again.stdout
     assert again.stdout.rstrip().endswith(
         "attnsvm sweep: 2 run, 1 skipped, 0 failed, 0 not started"
     ), again.stdout

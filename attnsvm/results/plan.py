@@ -109,13 +109,17 @@ def job_status(job_return) -> str:
     return job_return._return_value if job_return.status == JobStatus.COMPLETED else "failed"
 
 
+def failed_count(statuses: Iterable[str | None]) -> int:
+    """Jobs neither finished, skipped nor never started: failed, interrupted, unknown."""
+    return sum(s not in ("finished", "skipped", None) for s in statuses)
+
+
 def sweep_line(statuses: Iterable[str | None]) -> str:
     """``N run, M skipped, K failed, L not started``: failed counts interrupted jobs too."""
     statuses = list(statuses)
     run, skipped = statuses.count("finished"), statuses.count("skipped")
     missing = statuses.count(None)
-    failed = len(statuses) - run - skipped - missing
-    return f"{run} run, {skipped} skipped, {failed} failed, {missing} not started"
+    return f"{run} run, {skipped} skipped, {failed_count(statuses)} failed, {missing} not started"
 
 
 def statuses_on_disk(sweep_dir: Path, since: float) -> list[str]:
@@ -130,16 +134,19 @@ def statuses_on_disk(sweep_dir: Path, since: float) -> list[str]:
     return out
 
 
-def print_summary(sweep_dir: Path) -> None:
-    """The sweep's jobs by status, then its last line (``sweep_line``)."""
+def print_summary(sweep_dir: Path) -> int:
+    """The sweep's jobs by status, then its last line (``sweep_line``); returns how many of its
+    jobs failed (interrupted ones included)."""
     statuses = _SWEEP["statuses"] or statuses_on_disk(sweep_dir, _SWEEP["started"])
     print(format_sweep_status(sweep_dir), flush=True)
     print(f"attnsvm sweep: {sweep_line(statuses)}", flush=True)
+    return failed_count(statuses)
 
 
 class SweepSummary(Callback):
     """Hydra callback (conf/config.yaml): at the end of a sweep, print its jobs by status and
-    the line ``N run, M skipped, K failed, L not started``."""
+    the line ``N run, M skipped, K failed, L not started``; a sweep with failed jobs then exits
+    with 1 (every launcher: local, basic, Ray, Slurm)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         _SWEEP.update(started=time.time(), statuses=[])
@@ -152,4 +159,5 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         if str(config.hydra.launcher.get("_target_", "")).endswith("DryRunLauncher"):
             return
-        print_summary(Path(str(config.hydra.sweep.dir)))
+        if print_summary(Path(str(config.hydra.sweep.dir))):
+            raise SystemExit(1)  # after the summary line; Hydra lets SystemExit through
