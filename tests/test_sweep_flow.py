@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from attnsvm.results.plan import sweep_line
-from attnsvm.results.sweepdir import adhoc_name
+from attnsvm.results.sweepdir import adhoc_name, adhoc_sweep_dir
 from bits import assert_frames_identical
 from cli_helpers import (
     REPO,
@@ -122,11 +122,43 @@ def _wait_running(root: Path, count: int, proc: subprocess.Popen, timeout: float
 
 def test_adhoc_name_ignores_order_and_non_result_keys():
     a = adhoc_name(["dataset.d=2,4,8", "parameterization=w,kq", "seeds=5"])
-    assert a.startswith("dataset.d=2,4,8_parameterization=w,kq_seeds=5-")
+    assert a.startswith("dataset.d=2,4,8_parameterization=kq,w_seeds=5-")
     assert a == adhoc_name(["seeds=5", "threads=2", "parameterization=w,kq", "dataset.d=2,4,8"])
     assert a != adhoc_name(["dataset.d=2,4,8", "parameterization=w,kq", "seeds=6"])
     odd = adhoc_name(["dataset.path=/data/my file.pt", "+x=" + "9" * 200])
     assert "/" not in odd and " " not in odd and len(odd) <= 80 + 9
+
+
+def test_adhoc_name_ignores_the_order_of_a_grids_values():
+    a = adhoc_name(["dataset.d=8,4,2", "parameterization=w,kq"])
+    assert a == adhoc_name(["parameterization=kq,w", "dataset.d=2,4,8"])
+    assert a.startswith("dataset.d=2,4,8_parameterization=kq,w-")
+    assert adhoc_name(["optimizer.lr=0.1,1,0.01"]) == adhoc_name(["optimizer.lr=0.01,0.1,1"])
+    assert adhoc_name(["dataset.d=2,4,8"]) != adhoc_name(["dataset.d=2,4,8,16"])
+
+
+@pytest.mark.parametrize(
+    "grid",
+    [
+        ["dataset.d=2,4,8,16", "parameterization=kq,w", "seeds=5"],
+        ["dataset.d=2,3,4,5,6,7,8,9,10,11,12", "optimizer.lr=1e-3,1e-2,0.1"],
+        ["+sweeps=rank", "dataset.n=4"],
+        ["dataset.d=range(2,8)", "seed=0,10,20"],
+    ],
+)
+def test_an_already_sorted_grid_keeps_the_name_it_always_had(grid):
+    assert adhoc_name(grid) == adhoc_name(grid, canonical=False)  # the name before sorting
+
+
+def test_a_sweep_dir_named_before_values_were_sorted_is_resumed(tmp_path):
+    grid = ["dataset.d=2,4,8", "parameterization=w,kq", "seeds=3"]
+    base = str(tmp_path)
+    new = adhoc_sweep_dir(base, grid)
+    assert new == adhoc_sweep_dir(base, ["dataset.d=8,4,2", "parameterization=kq,w", "seeds=3"])
+    (tmp_path / adhoc_name(grid, canonical=False)).mkdir()  # a sweep of the version before
+    assert adhoc_sweep_dir(base, grid) == f"{base}/{adhoc_name(grid, canonical=False)}"
+    (tmp_path / adhoc_name(grid)).mkdir()  # both exist: the canonical one wins
+    assert adhoc_sweep_dir(base, grid) == new
 
 
 def test_sweep_line_counts_every_status():
@@ -155,7 +187,7 @@ def test_same_adhoc_command_twice_computes_nothing_and_starts_no_worker(tmp_path
     assert not calls.exists(), f"an all-finished sweep computed jobs: {calls.read_text()}"
     assert {p: p.read_bytes() for p in tmp_path.rglob("job.json")} == jobs
     (sweep_dir,) = (tmp_path / "outputs" / "sweeps" / "adhoc").iterdir()
-    assert sweep_dir.name.startswith("dataset.d=2,4,8_parameterization=w,kq_seeds=3-")
+    assert sweep_dir.name.startswith("dataset.d=2,4,8_parameterization=kq,w_seeds=3-")
     assert len(job_dirs(sweep_dir)) == 6
 
 
