@@ -32,6 +32,7 @@ from omegaconf import DictConfig
 
 from attnsvm.results.sweepdir import register_resolver
 from hydra_plugins.attnsvm_local.sweep import LocalSweep
+from hydra_plugins.attnsvm_local.sweeper import AttnsvmSweeper  # noqa: F401  (hydra/sweeper)
 
 log = logging.getLogger(__name__)
 register_resolver()  # conf/config.yaml's hydra.sweep.dir: Hydra imports plug-ins first
