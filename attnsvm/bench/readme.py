@@ -81,6 +81,17 @@ def _more_rows(r: dict) -> list[str]:
             f"{o['peak_mib']:.0f} MiB peak | {job['before_wall_scaled']:.0f} s (routes before "
             f"issue 16) | {job['ratio']:.1f}× |"
         )
+    if r.get("sweep_overhead"):
+        o = r["sweep_overhead"]
+        one, every = o["one"], o["all"]
+        rows.append(
+            f"| sweep overhead: 40 small jobs, local launcher, 1 / {o['cores']} workers: wall "
+            f"(whole command) vs the sum of the jobs' seconds; planning, dispatch per job; "
+            f"start-up | {one['wall']:.1f} / {every['wall']:.1f} s for {one['job_seconds']:.1f}"
+            f" / {every['job_seconds']:.1f} job-s; {one['planning_ms_per_job']:.1f} ms, "
+            f"{one['dispatch_ms_per_job']:.0f} ms; {o['startup_s']:.1f} s | 75.3 s for 12.3 "
+            f"job-s; 720 ms, 740 ms (before issue 31) | {75.3 / one['wall']:.1f}× |"
+        )
     for name, cases in r.get("experiments", {}).items():
         for case, t in cases.items():
             rows.append(

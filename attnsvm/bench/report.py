@@ -29,6 +29,7 @@ class Results:
     joint: dict = field(default_factory=dict)  # joint_training
     scale: list = field(default_factory=list)  # bench_scale.measure
     experiments: dict = field(default_factory=dict)  # experiment_benches
+    sweep: dict = field(default_factory=dict)  # sweep_overhead.measure
 
 
 def emit_ratios(emit, tr: dict, sv: dict) -> None:
@@ -176,6 +177,7 @@ def record(r: Results, stamp: str, quick: bool) -> dict:
         "large_s": {name: t.wall for name, (_, t, _, _) in r.large.items()},
         "scale": r.scale,
         "experiments": r.experiments,
+        "sweep_overhead": r.sweep,
     }
 
 

@@ -20,6 +20,7 @@ import logging
 import logging.config
 import os
 import signal
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ from hydra_plugins.attnsvm_local.compose import composer_for
 from hydra_plugins.attnsvm_local.pool import Outcome, WorkerPool
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
+PLANNED = "planned %d jobs in %.1f ms (%.2f ms per job)"  # attnsvm.bench reads it
 
 
 def n_workers(n_jobs: int, jobs: int) -> int:
@@ -123,6 +125,7 @@ class LocalSweep:
         """Decide, as run.execute would, whether each job runs (module doc: milliseconds per
         job): finished jobs are skipped here, before any worker exists; an invalid config stops
         the sweep."""
+        start = time.perf_counter()
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         index = finished_index(self.sweep_dir)
         for num, overrides in enumerate(self.job_overrides, start=self.first):
@@ -131,6 +134,8 @@ class LocalSweep:
             planned = plan_plain(plain, num, out, self.sweep_dir, label, index)
             self.jobs[num] = Job(num, overrides, None, planned)
         HydraConfig.instance().set_config(self.launcher.config)
+        ms = (time.perf_counter() - start) * 1e3
+        log.info(PLANNED, len(self.jobs), ms, ms / max(1, len(self.jobs)))
         invalid = [j.planned for j in self.jobs.values() if j.planned.action == INVALID]
         if invalid:
             where = "; ".join(f"job #{j.num} [{j.overrides}]: {j.note}" for j in invalid)
