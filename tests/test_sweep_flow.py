@@ -47,6 +47,16 @@ if os.environ.get("ATTNSVM_TEST_CALLS"):
         return _counted(cfg, progress)
 
     _pipeline.run_job = counted_run_job
+if os.environ.get("ATTNSVM_TEST_COMPOSE"):
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl as _Loader
+    _load = _Loader.load_sweep_config
+
+    def load_sweep_config(self, master, overrides):   # a Hydra composition, in any process
+        with open(os.environ["ATTNSVM_TEST_COMPOSE"], "a") as fh:
+            fh.write(" ".join(overrides) + "\n")
+        return _load(self, master, overrides)
+
+    _Loader.load_sweep_config = load_sweep_config
 if os.environ.get("ATTNSVM_TEST_D"):
     import signal
     import attnsvm.experiments.gd.pipeline as _pipeline
@@ -170,11 +180,15 @@ def test_sweep_line_counts_every_status():
 def test_same_adhoc_command_twice_computes_nothing_and_starts_no_worker(tmp_path, hook):
     grid = ["dataset.d=2,4,8", "parameterization=w,kq", "seeds=3", "hydra.launcher.n_jobs=1"]
     pids, calls = Path(hook["ATTNSVM_TEST_PIDS"]), tmp_path / "calls"
-    env = {**hook, "ATTNSVM_TEST_CALLS": str(calls)}
+    composed = tmp_path / "composed"
+    env = {**hook, "ATTNSVM_TEST_CALLS": str(calls), "ATTNSVM_TEST_COMPOSE": str(composed)}
     for attempt in range(2):
         proc = _start(*grid, env=env, cwd=tmp_path)
         out = proc.communicate(timeout=600)[0]
         assert proc.returncode == 0, out
+        # planning and dispatch compose once per config group choice (w, kq), not per job
+        assert len(composed.read_text().splitlines()) == 2, composed.read_text()
+        composed.unlink()
         if attempt == 0:
             assert out.rstrip().endswith("attnsvm sweep: 6 run, 0 skipped, 0 failed, 0 not started")
             assert len(_workers(pids)) == 1, "the first run should start its one worker"

@@ -126,6 +126,10 @@ def _pickled(prepare, num: int) -> bytes:
         job = prepare(num)
     except Exception as exc:  # noqa: BLE001  (any error of one job's preparation)
         job = (_reraise, (exc, traceback.format_exc()))
+        try:
+            return cloudpickle.dumps(job)
+        except Exception:  # an error that does not pickle: its text does
+            job = (_reraise, (RuntimeError(repr(exc)), traceback.format_exc()))
     return cloudpickle.dumps(job)
 
 

@@ -20,6 +20,7 @@ import logging
 import logging.config
 import os
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,6 +94,8 @@ def run_planned(out: str, sweep_dir: str, run, chash: str, job_logging, verbose)
         return execute(None, Path(out), True, Path(sweep_dir), planned=(run, chash))
     finally:
         _flush_loggers()
+        sys.stdout.flush()  # the job's summary before the sweep's last line, whatever comes
+        sys.stderr.flush()
 
 
 def job_label(overrides: Sequence[str]) -> str:
