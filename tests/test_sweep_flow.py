@@ -53,7 +53,7 @@ if os.environ.get("ATTNSVM_TEST_COMPOSE"):
 
     def load_sweep_config(self, master, overrides):   # a Hydra composition, in any process
         with open(os.environ["ATTNSVM_TEST_COMPOSE"], "a") as fh:
-            fh.write(" ".join(overrides) + "\n")
+            fh.write(" ".join(overrides) + "\\n")
         return _load(self, master, overrides)
 
     _Loader.load_sweep_config = load_sweep_config

@@ -84,6 +84,7 @@ def measure(quick: bool = False) -> dict:
     planning_s = rerun["planning_ms_per_job"] * 40 / 1e3
     startup = rerun["wall"] - planning_s
     return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "grid": " ".join(GRID),
         "cores": cores,
         "one": one,
