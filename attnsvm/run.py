@@ -84,15 +84,26 @@ def _recompute_broken(out: Path, broken: tuple[Path, str] | None) -> Path:
     return place
 
 
-def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None = None) -> str:
+def execute(
+    cfg: DictConfig | None,
+    out: Path,
+    multirun: bool,
+    sweep_dir: Path | None = None,
+    planned: tuple | None = None,
+) -> str:
     """Run one job into ``out``; returns its final status. A failure is recorded in job.json.
 
     In a sweep (``sweep_dir`` given) a job whose finished results exist anywhere the sweep's
     index points to is skipped, and its fresh directory (only Hydra's files) is removed.
+    ``planned``: (resolved RunConfig, config hash) of ``cfg`` as the sweep's planning made
+    them (the local launcher), so they are not made again.
     """
     try:
-        run = to_run_config(cfg)
-        chash = config_hash(run)  # resolves engine=auto: a bad $ATTNSVM_FUSED_BUILD fails here
+        if planned is None:
+            run = to_run_config(cfg)
+            chash = config_hash(run)  # resolves engine=auto: a bad $ATTNSVM_FUSED_BUILD fails
+        else:
+            run, chash = planned
         preflight(run)  # what the data set draws (your generator's return), before job.json
     except ConfigError as exc:
         _discard_output_dir(out)
@@ -107,7 +118,7 @@ def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None =
     out = claim_job_dir(out, chash)
     for tmp in remove_stale_temps(out):
         log.info("removed %s, left by a killed run", tmp)
-    job = job_record(run)
+    job = job_record(run, chash)
     with interruptible():
         try:
             write_json({**job, "status": "running"}, out / JOB)

@@ -95,7 +95,8 @@ def ray_head(ray_env):
         )
 
 
-def ray_sweep(sweep_dir: Path, address: str, ray_env: dict, *overrides: str) -> str:
+def ray_sweep(sweep_dir: Path, address: str, ray_env: dict, *overrides: str, rc: int = 0) -> str:
+    """The sweep on the Ray cluster; ``rc``: its exit code (1 when some job failed)."""
     res = run_cli(
         *overrides,
         "hydra/launcher=ray",
@@ -105,7 +106,7 @@ def ray_sweep(sweep_dir: Path, address: str, ray_env: dict, *overrides: str) -> 
         timeout=300,
         **ray_env,
     )
-    assert res.returncode == 0, res.stdout
+    assert res.returncode == rc, res.stdout
     assert "Connected to Ray cluster" in res.stdout, res.stdout  # joined, started none
     assert "Started a local Ray instance" not in res.stdout, res.stdout
     return res.stdout
@@ -124,7 +125,7 @@ def test_a_sweep_on_the_ray_cluster_gives_the_local_rows(tmp_path, ray_head, ray
 
 
 def test_a_killed_ray_task_is_a_failed_job_and_the_others_finish(tmp_path, ray_head, ray_env):
-    out = ray_sweep(tmp_path, ray_head, ray_env, *CRASH)
+    out = ray_sweep(tmp_path, ray_head, ray_env, *CRASH, rc=1)
     assert "1 failed, 1 finished" in out, out
     jobs = {
         read_job_json(d)["config"]["dataset"]["d"]: read_job_json(d) for d in job_dirs(tmp_path)
@@ -137,7 +138,8 @@ def test_a_killed_ray_task_is_a_failed_job_and_the_others_finish(tmp_path, ray_h
     finished = {p: p.read_bytes() for p in tmp_path.glob("*/runs.parquet")}
     assert len(finished) == 1
 
-    out = ray_sweep(tmp_path, ray_head, ray_env, *CRASH)  # the re-run retries only the dead one
+    # the re-run retries only the dead one (which dies again)
+    out = ray_sweep(tmp_path, ray_head, ray_env, *CRASH, rc=1)
     assert "1 failed, 1 finished" in out, out
     assert out.count("already finished") == 1, out
     assert {p: p.read_bytes() for p in finished} == finished

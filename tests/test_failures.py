@@ -39,7 +39,8 @@ def failing(tmp_path):
 def test_failed_job_is_recorded_the_sweep_goes_on_and_resume_reruns_it(tmp_path, failing):
     sweep = ["dataset.d=2,3,4", *SMALL, "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path}/s"]
     res = run_cli(*sweep, multirun=True, **failing)
-    assert res.returncode == 0, res.stdout
+    assert res.returncode == 1, res.stdout  # failed jobs: exit 1 after the summary line
+    assert res.stdout.rstrip().endswith("attnsvm sweep: 2 run, 0 skipped, 1 failed, 0 not started")
     jobs = {
         read_job_json(d)["config"]["dataset"]["d"]: read_job_json(d) for d in job_dirs(tmp_path)
     }

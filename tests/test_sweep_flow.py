@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from attnsvm.results.plan import sweep_line
-from attnsvm.results.sweepdir import adhoc_name
+from attnsvm.results.sweepdir import adhoc_name, adhoc_sweep_dir
 from bits import assert_frames_identical
 from cli_helpers import (
     REPO,
@@ -47,6 +47,16 @@ if os.environ.get("ATTNSVM_TEST_CALLS"):
         return _counted(cfg, progress)
 
     _pipeline.run_job = counted_run_job
+if os.environ.get("ATTNSVM_TEST_COMPOSE"):
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl as _Loader
+    _load = _Loader.load_sweep_config
+
+    def load_sweep_config(self, master, overrides):   # a Hydra composition, in any process
+        with open(os.environ["ATTNSVM_TEST_COMPOSE"], "a") as fh:
+            fh.write(" ".join(overrides) + "\\n")
+        return _load(self, master, overrides)
+
+    _Loader.load_sweep_config = load_sweep_config
 if os.environ.get("ATTNSVM_TEST_D"):
     import signal
     import attnsvm.experiments.gd.pipeline as _pipeline
@@ -122,11 +132,43 @@ def _wait_running(root: Path, count: int, proc: subprocess.Popen, timeout: float
 
 def test_adhoc_name_ignores_order_and_non_result_keys():
     a = adhoc_name(["dataset.d=2,4,8", "parameterization=w,kq", "seeds=5"])
-    assert a.startswith("dataset.d=2,4,8_parameterization=w,kq_seeds=5-")
+    assert a.startswith("dataset.d=2,4,8_parameterization=kq,w_seeds=5-")
     assert a == adhoc_name(["seeds=5", "threads=2", "parameterization=w,kq", "dataset.d=2,4,8"])
     assert a != adhoc_name(["dataset.d=2,4,8", "parameterization=w,kq", "seeds=6"])
     odd = adhoc_name(["dataset.path=/data/my file.pt", "+x=" + "9" * 200])
     assert "/" not in odd and " " not in odd and len(odd) <= 80 + 9
+
+
+def test_adhoc_name_ignores_the_order_of_a_grids_values():
+    a = adhoc_name(["dataset.d=8,4,2", "parameterization=w,kq"])
+    assert a == adhoc_name(["parameterization=kq,w", "dataset.d=2,4,8"])
+    assert a.startswith("dataset.d=2,4,8_parameterization=kq,w-")
+    assert adhoc_name(["optimizer.lr=0.1,1,0.01"]) == adhoc_name(["optimizer.lr=0.01,0.1,1"])
+    assert adhoc_name(["dataset.d=2,4,8"]) != adhoc_name(["dataset.d=2,4,8,16"])
+
+
+@pytest.mark.parametrize(
+    "grid",
+    [
+        ["dataset.d=2,4,8,16", "parameterization=kq,w", "seeds=5"],
+        ["dataset.d=2,3,4,5,6,7,8,9,10,11,12", "optimizer.lr=1e-3,1e-2,0.1"],
+        ["+sweeps=rank", "dataset.n=4"],
+        ["dataset.d=range(2,8)", "seed=0,10,20"],
+    ],
+)
+def test_an_already_sorted_grid_keeps_the_name_it_always_had(grid):
+    assert adhoc_name(grid) == adhoc_name(grid, canonical=False)  # the name before sorting
+
+
+def test_a_sweep_dir_named_before_values_were_sorted_is_resumed(tmp_path):
+    grid = ["dataset.d=2,4,8", "parameterization=w,kq", "seeds=3"]
+    base = str(tmp_path)
+    new = adhoc_sweep_dir(base, grid)
+    assert new == adhoc_sweep_dir(base, ["dataset.d=8,4,2", "parameterization=kq,w", "seeds=3"])
+    (tmp_path / adhoc_name(grid, canonical=False)).mkdir()  # a sweep of the version before
+    assert adhoc_sweep_dir(base, grid) == f"{base}/{adhoc_name(grid, canonical=False)}"
+    (tmp_path / adhoc_name(grid)).mkdir()  # both exist: the canonical one wins
+    assert adhoc_sweep_dir(base, grid) == new
 
 
 def test_sweep_line_counts_every_status():
@@ -138,11 +180,15 @@ def test_sweep_line_counts_every_status():
 def test_same_adhoc_command_twice_computes_nothing_and_starts_no_worker(tmp_path, hook):
     grid = ["dataset.d=2,4,8", "parameterization=w,kq", "seeds=3", "hydra.launcher.n_jobs=1"]
     pids, calls = Path(hook["ATTNSVM_TEST_PIDS"]), tmp_path / "calls"
-    env = {**hook, "ATTNSVM_TEST_CALLS": str(calls)}
+    composed = tmp_path / "composed"
+    env = {**hook, "ATTNSVM_TEST_CALLS": str(calls), "ATTNSVM_TEST_COMPOSE": str(composed)}
     for attempt in range(2):
         proc = _start(*grid, env=env, cwd=tmp_path)
         out = proc.communicate(timeout=600)[0]
         assert proc.returncode == 0, out
+        # planning and dispatch compose once per config group choice (w, kq), not per job
+        assert len(composed.read_text().splitlines()) == 2, composed.read_text()
+        composed.unlink()
         if attempt == 0:
             assert out.rstrip().endswith("attnsvm sweep: 6 run, 0 skipped, 0 failed, 0 not started")
             assert len(_workers(pids)) == 1, "the first run should start its one worker"
@@ -155,7 +201,7 @@ def test_same_adhoc_command_twice_computes_nothing_and_starts_no_worker(tmp_path
     assert not calls.exists(), f"an all-finished sweep computed jobs: {calls.read_text()}"
     assert {p: p.read_bytes() for p in tmp_path.rglob("job.json")} == jobs
     (sweep_dir,) = (tmp_path / "outputs" / "sweeps" / "adhoc").iterdir()
-    assert sweep_dir.name.startswith("dataset.d=2,4,8_parameterization=w,kq_seeds=3-")
+    assert sweep_dir.name.startswith("dataset.d=2,4,8_parameterization=kq,w_seeds=3-")
     assert len(job_dirs(sweep_dir)) == 6
 
 
@@ -195,7 +241,7 @@ def test_a_killed_worker_fails_its_job_only(tmp_path, hook):
         multirun=True,
         **env,
     )
-    assert res.returncode == 0, res.stdout
+    assert res.returncode == 1, res.stdout  # a sweep with failed jobs exits 1, after its summary
     assert res.stdout.rstrip().endswith("1 failed, 0 not started"), res.stdout
     assert "attnsvm sweep: 2 run, 0 skipped, 1 failed, 0 not started" in res.stdout
     assert "Traceback" not in res.stdout
@@ -211,6 +257,7 @@ def test_a_killed_worker_fails_its_job_only(tmp_path, hook):
         multirun=True,
     )
     assert "attnsvm sweep: 1 run, 2 skipped, 0 failed, 0 not started" in again.stdout, again.stdout
+    assert again.returncode == 0, again.stdout
 
 
 @pytest.fixture
@@ -229,7 +276,7 @@ def test_a_full_disk_fails_the_jobs_it_hits_and_the_sweep_ends_with_its_summary(
     args = ["dataset.d=2,3,4", *SMALL, "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={sweep}"]
     env = {**hook, "ATTNSVM_TEST_D": "3", "ATTNSVM_TEST_FILL": str(filler)}
     res = run_cli(*args, multirun=True, **env)
-    assert res.returncode == 0, res.stdout
+    assert res.returncode == 1, res.stdout
     assert res.stdout.rstrip().endswith("attnsvm sweep: 1 run, 0 skipped, 2 failed, 0 not started")
     assert "Traceback" not in res.stdout, res.stdout
     assert "No space left on device" in res.stdout
@@ -242,6 +289,7 @@ def test_a_full_disk_fails_the_jobs_it_hits_and_the_sweep_ends_with_its_summary(
 
     filler.unlink()  # space again: the same command computes the two jobs the disk failed
     again = run_cli(*args, multirun=True)
+    assert again.returncode == 0, again.stdout
     assert again.stdout.rstrip().endswith(
         "attnsvm sweep: 2 run, 1 skipped, 0 failed, 0 not started"
     ), again.stdout

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from threadpoolctl import threadpool_limits
 
-from attnsvm.bench import report, stage
+from attnsvm.bench import report, stage, sweep_overhead
 from attnsvm.bench import scale as bench_scale
 from attnsvm.bench.experiment_cases import (
     experiment_benches,
@@ -78,9 +78,10 @@ def _measure(quick: bool, emit) -> report.Results:
     nt = nexttoken_experiments(quick)
     scale = bench_scale.measure(quick)
     experiments = experiment_benches(quick)
+    sweep = sweep_overhead.measure(quick)
     return report.Results(
         tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem, nt, joint,
-        scale, experiments, *_stage(quick),
+        scale, experiments, sweep, *_stage(quick),
     )  # fmt: skip
 
 
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> str:
     report.emit_large_svms(emit, res.large)
     bench_scale.emit_table(emit, res.scale)
     stage.emit_stage(emit, res.stage, res.start)
+    sweep_overhead.emit_table(emit, res.sweep)
     emit(f"Finished with {load()}.")
     text = "\n".join(lines) + "\n"
     record = report.record(res, stamp, args.quick)

@@ -81,6 +81,17 @@ def _more_rows(r: dict) -> list[str]:
             f"{o['peak_mib']:.0f} MiB peak | {job['before_wall_scaled']:.0f} s (without the "
             f"large-instance routes) | {job['ratio']:.1f}× |"
         )
+    if r.get("sweep_overhead"):
+        o = r["sweep_overhead"]
+        one, every = o["one"], o["all"]
+        rows.append(
+            f"| sweep overhead ({o['date']}): 40 small jobs on the local launcher, 1 / "
+            f"{o['cores']} workers; wall of the whole command vs the sum of the jobs' seconds; "
+            f"planning and dispatch per job (1 worker) | {one['wall']:.1f} / {every['wall']:.1f}"
+            f" s for {one['job_seconds']:.1f} / {every['job_seconds']:.1f} job-s "
+            f"({one['wall'] / one['job_seconds']:.1f}× on 1); {one['planning_ms_per_job']:.1f} "
+            f"ms, {one['dispatch_ms_per_job']:.0f} ms | – | |"
+        )
     rows += _stage_rows(r)
     for name, cases in r.get("experiments", {}).items():
         for case, t in cases.items():

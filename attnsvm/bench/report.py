@@ -29,6 +29,7 @@ class Results:
     joint: dict = field(default_factory=dict)  # joint_training
     scale: list = field(default_factory=list)  # bench_scale.measure
     experiments: dict = field(default_factory=dict)  # experiment_benches
+    sweep: dict = field(default_factory=dict)  # sweep_overhead.measure
     stage: list = field(default_factory=list)  # stage.svm_stage
     start: dict = field(default_factory=dict)  # stage.job_start
 
@@ -180,6 +181,7 @@ def record(r: Results, stamp: str, quick: bool) -> dict:
         "experiments": r.experiments,
         "svm_stage": [{**row, "size": list(row["size"])} for row in r.stage],
         "job_start": r.start,
+        "sweep_overhead": r.sweep,
     }
 
 

@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from attnsvm.config.checks import ConfigError
-from attnsvm.config.compose import to_run_config
+from attnsvm.config.compose import run_config_from_plain
 from attnsvm.results.store import config_hash, find_finished, read_job, scan_jobs
 
 RUN, RERUN, SKIP, INVALID = "run", "rerun", "skip", "invalid"
@@ -38,26 +38,36 @@ class PlannedJob:
     job_dir: str
     note: str
     overrides: str
+    run: object = field(default=None, repr=False, compare=False)  # the resolved RunConfig
 
 
 def plan_job(cfg: DictConfig, num: int, out: Path, sweep_dir: Path, overrides: str) -> PlannedJob:
     """What ``python -m attnsvm.run`` would do with job ``num`` of a sweep (run.execute's rules)."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    return plan_plain(plain, num, out, sweep_dir, overrides)
+
+
+def plan_plain(
+    plain: dict, num: int, out: Path, sweep_dir: Path, overrides: str, index: dict | None = None
+) -> PlannedJob:
+    """``plan_job`` of a composed config's plain dict: converted, resolved and hashed once;
+    ``index``: the sweep's finished index read once for every job (``store.finished_index``)."""
     try:
-        run = to_run_config(cfg)
+        run = run_config_from_plain(plain)
         chash = config_hash(run)  # as run.execute: resolving engine=auto may refuse the build
     except ConfigError as exc:
         return PlannedJob(num, INVALID, "", str(out), str(exc), overrides)
-    done = find_finished(chash, out, sweep_dir)
+    done = find_finished(chash, out, sweep_dir, index)
     if done is not None:
-        return PlannedJob(num, SKIP, chash, str(done), "finished", overrides)
+        return PlannedJob(num, SKIP, chash, str(done), "finished", overrides, run)
     job = read_job(out)
     if job is None:
-        return PlannedJob(num, RUN, chash, str(out), "new", overrides)
+        return PlannedJob(num, RUN, chash, str(out), "new", overrides, run)
     if job.get("config_hash") == chash:
-        return PlannedJob(num, RERUN, chash, str(out), f"was {job.get('status')}", overrides)
+        return PlannedJob(num, RERUN, chash, str(out), f"was {job.get('status')}", overrides, run)
     alt = out.with_name(f"{out.name}-{chash}")
     note = f"{out.name} holds config {job.get('config_hash')}"
-    return PlannedJob(num, RUN, chash, str(alt), note, overrides)
+    return PlannedJob(num, RUN, chash, str(alt), note, overrides, run)
 
 
 def format_plan(jobs: list[PlannedJob], sweep_dir: Path) -> str:
@@ -109,13 +119,17 @@ def job_status(job_return) -> str:
     return job_return._return_value if job_return.status == JobStatus.COMPLETED else "failed"
 
 
+def failed_count(statuses: Iterable[str | None]) -> int:
+    """Jobs neither finished, skipped nor never started: failed, interrupted, unknown."""
+    return sum(s not in ("finished", "skipped", None) for s in statuses)
+
+
 def sweep_line(statuses: Iterable[str | None]) -> str:
     """``N run, M skipped, K failed, L not started``: failed counts interrupted jobs too."""
     statuses = list(statuses)
     run, skipped = statuses.count("finished"), statuses.count("skipped")
     missing = statuses.count(None)
-    failed = len(statuses) - run - skipped - missing
-    return f"{run} run, {skipped} skipped, {failed} failed, {missing} not started"
+    return f"{run} run, {skipped} skipped, {failed_count(statuses)} failed, {missing} not started"
 
 
 def statuses_on_disk(sweep_dir: Path, since: float) -> list[str]:
@@ -130,16 +144,19 @@ def statuses_on_disk(sweep_dir: Path, since: float) -> list[str]:
     return out
 
 
-def print_summary(sweep_dir: Path) -> None:
-    """The sweep's jobs by status, then its last line (``sweep_line``)."""
+def print_summary(sweep_dir: Path) -> int:
+    """The sweep's jobs by status, then its last line (``sweep_line``); returns how many of its
+    jobs failed (interrupted ones included)."""
     statuses = _SWEEP["statuses"] or statuses_on_disk(sweep_dir, _SWEEP["started"])
     print(format_sweep_status(sweep_dir), flush=True)
     print(f"attnsvm sweep: {sweep_line(statuses)}", flush=True)
+    return failed_count(statuses)
 
 
 class SweepSummary(Callback):
     """Hydra callback (conf/config.yaml): at the end of a sweep, print its jobs by status and
-    the line ``N run, M skipped, K failed, L not started``."""
+    the line ``N run, M skipped, K failed, L not started``; a sweep with failed jobs then exits
+    with 1 (every launcher: local, basic, Ray, Slurm)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         _SWEEP.update(started=time.time(), statuses=[])
@@ -152,4 +169,5 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         if str(config.hydra.launcher.get("_target_", "")).endswith("DryRunLauncher"):
             return
-        print_summary(Path(str(config.hydra.sweep.dir)))
+        if print_summary(Path(str(config.hydra.sweep.dir))):
+            raise SystemExit(1)  # after the summary line; Hydra lets SystemExit through

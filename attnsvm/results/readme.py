@@ -71,8 +71,10 @@ def walls_sentence(results_dir: str | Path = RESULTS, untimed: bool = False) -> 
     dates = joined(s["date"] for s in sweeps)
     text = (
         f"Wall times of the full sweeps on a {cores}-core {cpus} ({dates}): first job start to "
-        "last job end, from the `started` and `seconds` of each job's `job.json`, so the "
-        "launcher's start-up (spawning the workers, importing torch) is not counted. "
+        "last job end, from the `started` and `seconds` of each job's `job.json`. Not counted, "
+        "and measured beside it by `python -m attnsvm.bench` (its sweep-overhead row): the "
+        "command's start-up (Python, torch and Hydra imported, about 5 s), planning (milliseconds "
+        "per job) and the workers' start (a few seconds, once per worker). "
         "`python -m attnsvm.publish outputs/sweeps/<name> ... --readme README.md` copies each "
         "sweep's tables and timing to [docs/results/](docs/results/) and rewrites this table's "
         "`wall` column and the headline numbers below from those files."

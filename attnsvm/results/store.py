@@ -13,6 +13,8 @@ launcher gives it this time:
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import socket
@@ -29,7 +31,7 @@ from attnsvm.config.identity import (  # noqa: F401  (re-exported: the contract'
     flatten,
     plain,
 )
-from attnsvm.results.integrity import record_files, verify_files
+from attnsvm.results.integrity import verify_files
 
 RUNS, TRAJECTORY, JOB = "runs.parquet", "trajectory.parquet", "job.json"
 FINISHED_INDEX = ".finished"  # in a sweep dir: one file per finished config hash
@@ -50,8 +52,19 @@ def _atomic(path: Path, write) -> None:
             os.remove(tmp)
 
 
-def write_table(df: pd.DataFrame, path: Path) -> None:
-    _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False))
+def write_table(df: pd.DataFrame, path: Path) -> dict:
+    """``df`` as parquet at ``path``, atomically; returns what job.json records of the file
+    (``integrity.record_files``: bytes, SHA-256, rows), from the bytes written, not re-read."""
+    buffer = io.BytesIO()
+    df.to_parquet(buffer, index=False)
+    data = buffer.getvalue()
+
+    def dump(tmp):
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+
+    _atomic(Path(path), dump)
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "rows": len(df)}
 
 
 def write_json(obj: dict, path: Path) -> None:
@@ -112,13 +125,40 @@ def mark_finished(sweep_dir: Path, chash: str, job_dir: Path) -> None:
     _atomic(index / chash, dump)
 
 
-def find_finished(chash: str, job_dir: Path, sweep_dir: Path | None = None) -> Path | None:
+def finished_index(sweep_dir: Path) -> dict[str, str]:
+    """The sweep's index in one scan: config hash -> the job directory its marker names
+    (relative to the sweep dir); empty where there is none."""
+    index = Path(sweep_dir) / FINISHED_INDEX
+    try:
+        names = os.listdir(index)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    out = {}
+    for name in names:
+        if not name.startswith("."):  # a marker being written: .<hash>.<uuid>.tmp
+            try:
+                out[name] = (index / name).read_text().strip()
+            except OSError:
+                pass
+    return out
+
+
+def find_finished(
+    chash: str, job_dir: Path, sweep_dir: Path | None = None, index: dict | None = None
+) -> Path | None:
     """Where the finished results of config ``chash`` are: ``job_dir`` itself, else the job
-    directory the sweep's index names for this hash (verified, never trusted blindly)."""
+    directory the sweep's index names for this hash (verified, never trusted blindly);
+    ``index``: the sweep's index as ``finished_index`` read it (else its marker is read)."""
     if is_finished(job_dir, chash):
         return Path(job_dir)
     if sweep_dir is None:
         return None
+    if index is not None:
+        rel = index.get(chash)
+        if rel is None:
+            return None
+        target = Path(sweep_dir) / rel
+        return target if is_finished(target, chash) else None
     marker = Path(sweep_dir) / FINISHED_INDEX / chash
     try:
         target = Path(sweep_dir) / marker.read_text().strip()
@@ -153,13 +193,14 @@ def remove_stale_temps(job_dir: Path) -> list[Path]:
     return stale
 
 
-def job_record(cfg) -> dict:
-    """job.json's identity part: config hash, resolved config, package versions, start time,
-    and the node it runs on ($ATTNSVM_NODE, which the Ray launcher sets; else the host name)."""
+def job_record(cfg, chash: str | None = None) -> dict:
+    """job.json's identity part: config hash (``chash`` when the caller has it), resolved
+    config, package versions, start time, and the node it runs on ($ATTNSVM_NODE, which the Ray
+    launcher sets; else the host name)."""
     from attnsvm.results.versions import versions
 
     return {
-        "config_hash": config_hash(cfg),
+        "config_hash": chash or config_hash(cfg),
         "config": plain(cfg),
         "versions": versions(),
         "started": time.time(),
@@ -172,14 +213,11 @@ def write_result(out: Path, job: dict, result) -> None:
     trajectory.parquet, any extra tables, then job.json saying ``finished`` (written last)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_table(result.runs, out / RUNS)
-    write_table(result.trajectory, out / TRAJECTORY)
-    names = [RUNS, TRAJECTORY]
+    files = {RUNS: write_table(result.runs, out / RUNS)}  # what a re-run verifies: its files
+    files[TRAJECTORY] = write_table(result.trajectory, out / TRAJECTORY)
     for name, table in result.extra.items():  # e.g. paths.parquet, tokens.parquet
-        write_table(table, out / f"{name}.parquet")
-        names.append(f"{name}.parquet")
+        files[f"{name}.parquet"] = write_table(table, out / f"{name}.parquet")
     seed_status = result.runs.status.value_counts().to_dict()
-    files = record_files(out, names)  # what a re-run verifies before it skips this job
     write_json(
         {**job, "status": "finished", "seconds": result.seconds, "seed_status": seed_status,
          "files": files},

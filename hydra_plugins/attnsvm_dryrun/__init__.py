@@ -2,9 +2,9 @@
 
 python -m attnsvm.run -m dataset.d=2,4,8 hydra/launcher=dryrun hydra.sweep.dir=outputs/sweep1
 
-Every job is composed exactly as a real launcher composes it and checked with
-attnsvm.results.plan.plan_job; the exit code is 1 when some job's config is invalid. The sweep
-directory is left as it was (a fresh one is not created).
+Every job is planned exactly as the local launcher plans it (its SweepComposer and
+attnsvm.results.plan.plan_plain, milliseconds per job); the exit code is 1 when some job's
+config is invalid. The sweep directory is left as it was (a fresh one is not created).
 """
 
 import logging
@@ -18,7 +18,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig
 
 log = logging.getLogger(__name__)
 
@@ -55,22 +55,23 @@ class DryRunLauncher(Launcher):
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> Sequence[JobReturn]:
-        from attnsvm.results.plan import INVALID, format_plan, plan_job
+        from attnsvm.results.plan import INVALID, format_plan, plan_plain
+        from attnsvm.results.store import finished_index
+        from hydra_plugins.attnsvm_local.compose import composer_for
 
         assert self.config is not None and self.hydra_context is not None
         assert self.sweep_dir is not None
+        composer = composer_for(self.hydra_context.config_loader, self.config)
+        index = finished_index(self.sweep_dir)
         jobs, returns = [], []
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-            with open_dict(cfg):
-                cfg.hydra.job.id = cfg.hydra.job.num = idx
-            HydraConfig.instance().set_config(cfg)
-            out = self.sweep_dir / str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
-            task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-            job = plan_job(task, idx, out, self.sweep_dir, " ".join(filter_overrides(overrides)))
+            plain, out = composer.plan_inputs(list(overrides), idx, self.sweep_dir)
+            label = " ".join(filter_overrides(overrides))
+            job = plan_plain(plain, idx, out, self.sweep_dir, label, index)
             jobs.append(job)
             returns.append(JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED))
             returns[-1].return_value = job.action
+        HydraConfig.instance().set_config(self.config)
         self._restore()
         print(format_plan(jobs, self.sweep_dir), flush=True)
         invalid = [j for j in jobs if j.action == INVALID]

@@ -2,11 +2,13 @@
 
 python -m attnsvm.run -m dataset.d=2,4,8 parameterization=w,kq hydra.launcher.n_jobs=4
 
-Jobs run through Hydra's own per-job machinery (``run_job``: per-job config, ``.hydra/``, logs),
+Jobs get what Hydra's per-job machinery gives them (per-job config, ``.hydra/``, ``run.log``),
 as hydra-joblib-launcher runs them, so their results are the same bits. What differs:
 
-- every job is composed and planned (attnsvm.results.plan.plan_job) before any worker starts:
-  finished jobs are skipped there, and a sweep with nothing left to run starts no worker at all;
+- every job is planned (attnsvm.results.plan.plan_plain) before any worker starts, in
+  milliseconds per job (sweep.py's doc): finished jobs are skipped there, and a sweep with
+  nothing left to run starts no worker at all; the workers stay up for the whole sweep and
+  get each job planned, its directory and ``.hydra/`` written by the sweep's process;
 - the workers (pool.py) end with the sweep's process however it ends, SIGKILL included;
 - a worker that dies, or a job that raises outside attnsvm's own recording (a full disk), fails
   that job only (``status: failed`` with the reason, in job.json where it can still be
@@ -14,7 +16,8 @@ as hydra-joblib-launcher runs them, so their results are the same bits. What dif
 - SIGTERM / SIGINT of the sweep interrupts the jobs in flight (``status: interrupted``),
   starts no other, prints the summary and exits with 128 + the signal's number.
 
-Every sweep ends with ``N run, M skipped, K failed, L not started`` (attnsvm.results.plan).
+Every sweep ends with ``N run, M skipped, K failed, L not started`` (attnsvm.results.plan), and
+exits 1 when some job failed.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from omegaconf import DictConfig
 
 from attnsvm.results.sweepdir import register_resolver
 from hydra_plugins.attnsvm_local.sweep import LocalSweep
+from hydra_plugins.attnsvm_local.sweeper import AttnsvmSweeper  # noqa: F401  (hydra/sweeper)
 
 log = logging.getLogger(__name__)
 register_resolver()  # conf/config.yaml's hydra.sweep.dir: Hydra imports plug-ins first

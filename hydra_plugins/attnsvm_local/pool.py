@@ -114,6 +114,25 @@ class _Worker:
         child.close()
 
 
+def _reraise(exc: BaseException, tb: str):
+    """In the worker: the error that preparing the job raised in the sweep's process."""
+    raise exc
+
+
+def _pickled(prepare, num: int) -> bytes:
+    """The message of job ``num``: its (fn, args); where preparing it fails (a full disk), a
+    job that raises that error, so that it fails as a job, not the sweep."""
+    try:
+        job = prepare(num)
+    except Exception as exc:  # noqa: BLE001  (any error of one job's preparation)
+        job = (_reraise, (exc, traceback.format_exc()))
+        try:
+            return cloudpickle.dumps(job)
+        except Exception:  # an error that does not pickle: its text does
+            job = (_reraise, (RuntimeError(repr(exc)), traceback.format_exc()))
+    return cloudpickle.dumps(job)
+
+
 def died(exitcode: int | None) -> str:
     """'killed by SIGKILL', 'exited with code 1'."""
     if exitcode is not None and exitcode < 0:
@@ -140,16 +159,30 @@ class WorkerPool:
         self.pids.append(w.process.pid)
         return w
 
-    def _dispatch(self, pending: deque, jobs: dict) -> None:
+    def _dispatch(self, pending: deque, ready: dict, prepare) -> None:
         while pending and len(self.busy) < self.n:
             num = pending.popleft()
+            payload = ready.pop(num) if num in ready else _pickled(prepare, num)
             w = self._worker()
             self.busy[num] = w  # first: an interrupted sweep interrupts every job it sent
             try:
-                w.conn.send_bytes(cloudpickle.dumps(jobs[num]))
+                w.conn.send_bytes(payload)
             except (BrokenPipeError, OSError):  # it died between the check and the send
                 del self.busy[num]
                 pending.appendleft(num)
+                ready[num] = payload
+
+    def _waitables(self) -> list:
+        return [x for w in self.busy.values() for x in (w.conn, w.process.sentinel)]
+
+    def _prepare_ahead(self, pending: deque, ready: dict, prepare) -> None:
+        """The next ``n`` jobs' messages, made while the workers compute, one at a time and
+        only while no worker has answered."""
+        for num in list(pending)[: self.n]:
+            if num not in ready:
+                if self.busy and wait(self._waitables(), 0):
+                    return
+                ready[num] = _pickled(prepare, num)
 
     def _collect(self, w: _Worker) -> Outcome | None:
         """The worker's answer, or (dead worker) an Outcome saying how it died; None: not yet."""
@@ -165,13 +198,18 @@ class WorkerPool:
         code = w.process.exitcode
         return Outcome(error=f"worker process {w.process.pid} {died(code)}", exitcode=code)
 
-    def run(self, jobs: dict[int, tuple], done=None) -> dict[int, Outcome]:
-        """Run ``fn(*args)`` for every job; ``done(num, outcome)`` is called as each ends."""
-        pending, outcomes = deque(sorted(jobs)), {}
+    def run(self, jobs, done=None, prepare=None) -> dict[int, Outcome]:
+        """Run ``fn(*args)`` for every job: ``jobs`` maps num -> (fn, args), or lists the nums
+        whose (fn, args) ``prepare(num)`` makes, just before they are needed (the next ``n``
+        while the workers compute, so that a worker that frees up is sent its next job at
+        once). ``done(num, outcome)`` is called as each ends."""
+        if prepare is None:
+            prepare = dict(jobs).__getitem__
+        pending, outcomes, ready = deque(sorted(jobs)), {}, {}
         while pending or self.busy:
-            self._dispatch(pending, jobs)
-            waitables = [x for w in self.busy.values() for x in (w.conn, w.process.sentinel)]
-            wait(waitables)
+            self._dispatch(pending, ready, prepare)
+            self._prepare_ahead(pending, ready, prepare)
+            wait(self._waitables())
             for num, w in list(self.busy.items()):
                 outcome = self._collect(w)
                 if outcome is None:
@@ -192,7 +230,7 @@ class WorkerPool:
                 os.kill(w.process.pid, signal.SIGTERM)
         outcomes, deadline = {}, time.monotonic() + grace
         while self.busy and time.monotonic() < deadline:
-            wait([x for w in self.busy.values() for x in (w.conn, w.process.sentinel)], 0.2)
+            wait(self._waitables(), 0.2)
             for num, w in list(self.busy.items()):
                 outcome = self._collect(w)
                 if outcome is not None:

@@ -3,26 +3,57 @@
 sweep = LocalSweep(launcher, job_overrides, initial_job_idx)
 sweep.plan(); sweep.run()          # or sweep.interrupted(signum) on SIGTERM / SIGINT
 sweep.close(); returns = sweep.returns()
+
+Planning takes milliseconds per job (compose.SweepComposer: no Hydra composition per job; the
+config converted, resolved and hashed once; the sweep's finished index read once). A job that
+runs is composed in full just before it is needed, while the workers compute the jobs before
+it: its directory and ``.hydra/`` files are written here, as Hydra's ``run_job`` writes them,
+and the worker gets the planned RunConfig and hash (``run_planned``): it sets up the job's log
+and runs it, nothing composed or resolved again. A sweep with its own Hydra callbacks,
+``hydra.job.chdir`` or ``hydra.job.env_set`` runs each job through Hydra's ``run_job`` instead
+(``execute_job``), with the config composed here.
 """
 
 from __future__ import annotations
 
 import logging
+import logging.config
 import os
 import signal
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus, filter_overrides, run_job, setup_globals
-from omegaconf import DictConfig, OmegaConf, open_dict
+from hydra.core.utils import (
+    JobReturn,
+    JobStatus,
+    _flush_loggers,
+    _save_config,
+    configure_log,
+    filter_overrides,
+    run_job,
+    setup_globals,
+)
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from attnsvm.results.plan import INVALID, SKIP, PlannedJob, plan_job, print_summary, record_statuses
+from attnsvm.results.plan import (
+    INVALID,
+    SKIP,
+    PlannedJob,
+    plan_plain,
+    print_summary,
+    record_statuses,
+)
+from attnsvm.results.store import finished_index
+from hydra_plugins.attnsvm_local.compose import composer_for
 from hydra_plugins.attnsvm_local.pool import Outcome, WorkerPool
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
+PLANNED = "planned %d jobs in %.1f ms (%.2f ms per job)"  # attnsvm.bench reads it
 
 
 def n_workers(n_jobs: int, jobs: int) -> int:
@@ -31,16 +62,12 @@ def n_workers(n_jobs: int, jobs: int) -> int:
     return max(1, min(n, jobs))
 
 
-def execute_job(num, overrides, hydra_context, config, task_function, singleton_state):
-    """In a worker: one job, exactly as hydra-joblib-launcher runs it; returns run.execute's
-    status. An exception that attnsvm's own recording did not catch is raised, for the
-    launcher to record."""
+def execute_job(sweep_config, hydra_context, task_function, singleton_state):
+    """In a worker: one job composed by the sweep (``sweep_config``), run as hydra-joblib-
+    launcher runs it; returns run.execute's status. An exception that attnsvm's own recording
+    did not catch is raised, for the launcher to record."""
     setup_globals()
     Singleton.set_state(singleton_state)
-    sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
-    with open_dict(sweep_config):
-        sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{num}"
-        sweep_config.hydra.job.num = num
     HydraConfig.instance().set_config(sweep_config)
     ret = run_job(
         hydra_context=hydra_context,
@@ -52,6 +79,23 @@ def execute_job(num, overrides, hydra_context, config, task_function, singleton_
     if ret.status == JobStatus.FAILED:
         raise ret._return_value
     return ret.return_value  # a status; not ret: its configs may name this plug-in's classes
+
+
+def run_planned(out: str, sweep_dir: str, run, chash: str, job_logging, verbose) -> str:
+    """In a worker: one planned job (module doc): its log set up as Hydra's ``run_job`` sets it
+    (``run.log`` in its directory), then run.execute with the planned run and hash."""
+    from attnsvm.run import execute
+
+    if job_logging is not None and job_logging.get("root") is not None and not verbose:
+        logging.config.dictConfig(job_logging)
+    else:
+        configure_log(None if job_logging is None else OmegaConf.create(job_logging), verbose)
+    try:
+        return execute(None, Path(out), True, Path(sweep_dir), planned=(run, chash))
+    finally:
+        _flush_loggers()
+        sys.stdout.flush()  # the job's summary before the sweep's last line, whatever comes
+        sys.stderr.flush()
 
 
 def job_label(overrides: Sequence[str]) -> str:
@@ -66,7 +110,7 @@ def task_config(sweep_config: DictConfig) -> DictConfig:
 class Job:
     num: int
     overrides: list[str]
-    config: DictConfig  # the job's composed config, hydra node included
+    config: DictConfig | None  # the job's composed config, hydra node included (once it runs)
     planned: PlannedJob
     status: str | None = None  # finished | skipped | failed | interrupted; None: not started
 
@@ -78,22 +122,23 @@ class LocalSweep:
         self.job_overrides, self.first = job_overrides, initial_job_idx
         self.jobs: dict[int, Job] = {}
         self.pool: WorkerPool | None = None
+        self.composer = composer_for(launcher.hydra_context.config_loader, launcher.config)
 
     def plan(self) -> None:
-        """Compose every job and decide, as run.execute would, whether it runs: finished jobs
-        are skipped here, before any worker exists; an invalid config stops the sweep."""
-        loader = self.launcher.hydra_context.config_loader
+        """Decide, as run.execute would, whether each job runs (module doc: milliseconds per
+        job): finished jobs are skipped here, before any worker exists; an invalid config stops
+        the sweep."""
+        start = time.perf_counter()
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
+        index = finished_index(self.sweep_dir)
         for num, overrides in enumerate(self.job_overrides, start=self.first):
-            cfg = loader.load_sweep_config(self.launcher.config, overrides)
-            with open_dict(cfg):
-                cfg.hydra.job.id = f"{cfg.hydra.job.name}_{num}"
-                cfg.hydra.job.num = num
-            HydraConfig.instance().set_config(cfg)
-            out = self.sweep_dir / str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
-            planned = plan_job(task_config(cfg), num, out, self.sweep_dir, job_label(overrides))
-            self.jobs[num] = Job(num, overrides, cfg, planned)
+            plain, out = self.composer.plan_inputs(overrides, num, self.sweep_dir)
+            label = job_label(overrides)
+            planned = plan_plain(plain, num, out, self.sweep_dir, label, index)
+            self.jobs[num] = Job(num, overrides, None, planned)
         HydraConfig.instance().set_config(self.launcher.config)
+        ms = (time.perf_counter() - start) * 1e3
+        log.info(PLANNED, len(self.jobs), ms, ms / max(1, len(self.jobs)))
         invalid = [j.planned for j in self.jobs.values() if j.planned.action == INVALID]
         if invalid:
             where = "; ".join(f"job #{j.num} [{j.overrides}]: {j.note}" for j in invalid)
@@ -117,22 +162,46 @@ class LocalSweep:
 
     def run(self) -> None:
         """The jobs left, on at most ``n_jobs`` workers; none started when none is left."""
-        launcher, state = self.launcher, Singleton.get_state()
-        todo = {
-            num: (
-                execute_job,
-                (num, job.overrides, launcher.hydra_context, launcher.config)
-                + (launcher.task_function, state),
-            )
-            for num, job in self.jobs.items()
-            if job.status is None
-        }
+        todo = [num for num, job in self.jobs.items() if job.status is None]
         if todo:
             for num in todo:
                 log.info("\t#%d : %s", num, job_label(self.jobs[num].overrides))
-            self.pool = WorkerPool(n_workers(launcher.n_jobs, len(todo)))
-            self.pool.run(todo, done=self._done)
+            self.pool = WorkerPool(n_workers(self.launcher.n_jobs, len(todo)))
+            self.pool.run(todo, done=self._done, prepare=self._prepare)
+            HydraConfig.instance().set_config(self.launcher.config)
         record_statuses(j.status for j in self.jobs.values())
+
+    def _composed(self, job: Job) -> DictConfig:
+        if job.config is None:
+            job.config = self.composer.compose(job.overrides, job.num)
+        return job.config
+
+    def _prepare(self, num: int) -> tuple:
+        """Job ``num``'s message to a worker (module doc): its directory and ``.hydra/`` files
+        written as Hydra's ``run_job`` writes them, and ``run_planned`` with its plan."""
+        job, launcher = self.jobs[num], self.launcher
+        cfg = self._composed(job)
+        hc = cfg.hydra
+        if hc.callbacks.keys() - {"summary"} or hc.job.chdir or hc.job.env_set:
+            state = Singleton.get_state()
+            return execute_job, (cfg, launcher.hydra_context, launcher.task_function, state)
+        out = Path(str(hc.sweep.dir)) / str(hc.sweep.subdir)
+        with read_write(hc.runtime), open_dict(hc.runtime):
+            hc.runtime.output_dir = os.path.abspath(out)
+        HydraConfig.instance().set_config(cfg)
+        out.mkdir(parents=True, exist_ok=True)
+        if hc.output_subdir is not None:
+            where = out / str(hc.output_subdir)
+            _save_config(task_config(cfg), "config.yaml", where)
+            _save_config(HydraConfig.instance().cfg, "hydra.yaml", where)
+            _save_config(hc.overrides.task, "overrides.yaml", where)
+        logs = hc.job_logging
+        logs = None if logs is None else OmegaConf.to_container(logs, resolve=True)
+        verbose = (
+            OmegaConf.to_container(hc.verbose) if OmegaConf.is_config(hc.verbose) else hc.verbose
+        )
+        run, chash = job.planned.run, job.planned.config_hash
+        return run_planned, (str(out), str(self.sweep_dir), run, chash, logs, verbose)
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
         job = self.jobs[num]
@@ -152,7 +221,7 @@ class LocalSweep:
         out = Path(job.planned.job_dir)
         try:
             where = record_lost_job(
-                task_config(job.config), out, self.sweep_dir, str(error), **extra
+                task_config(self._composed(job)), out, self.sweep_dir, str(error), **extra
             )
         except OSError as exc:
             log.error(
@@ -185,12 +254,13 @@ class LocalSweep:
         """One JobReturn per job, in order, whose value is the job's status."""
         out = []
         for job in self.jobs.values():
+            cfg = job.config  # None: a job that never ran was never composed in full
             ret = JobReturn(
                 overrides=job.overrides,
-                cfg=task_config(job.config),
-                hydra_cfg=job.config,
+                cfg=None if cfg is None else task_config(cfg),
+                hydra_cfg=cfg,
                 working_dir=job.planned.job_dir,
-                task_name=str(job.config.hydra.job.name),
+                task_name=None if cfg is None else str(cfg.hydra.job.name),
                 status=JobStatus.COMPLETED,
             )
             ret.return_value = job.status

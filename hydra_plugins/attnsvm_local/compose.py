@@ -1,0 +1,167 @@
+"""A sweep's job configs, composed as Hydra's ``load_sweep_config`` composes them, in
+milliseconds: Hydra composes once per distinct set of *structural* overrides (config groups,
+``+``/``~``, ``hydra.*``, anything unusual), and each job's *value* overrides (``key=value`` of a
+key the composed config has) are applied with Hydra's own code to a copy of it.
+
+    composer = SweepComposer(loader, master_config)
+    plain, out = composer.plan_inputs(overrides, num, sweep_dir)  # the task's plain dict, job dir
+    cfg = composer.compose(overrides, num)       # the job's full config (hydra node included)
+    composer.check(overrides)                    # Hydra's own error for an override that fails
+
+Planning needs no copy of a config at all (``plan_inputs``: the value overrides set in a plain
+dict, where the task config has no interpolation); only jobs that run are composed in full,
+just before they run. tests/test_fast_compose.py checks both against ``load_sweep_config``.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override, OverrideType
+from omegaconf import DictConfig, OmegaConf, ValueNode, open_dict
+
+JOB_NUM = "${hydra.job.num}"  # the default subdir: the job directory is the job number
+
+
+class SweepComposer:
+    def __init__(self, loader, master: DictConfig) -> None:
+        self.loader, self.master = loader, master
+        self.parser = OverridesParser.create()
+        self.bases: dict[tuple[str, ...], tuple[DictConfig, dict | None]] = {}
+        self.compositions = 0  # Hydra compositions (tests count them)
+
+    def _is_value(self, o: Override) -> bool:
+        if o.type != OverrideType.CHANGE or o.package is not None or o.is_sweep_override():
+            return False
+        if o.is_hydra_override() or o.key_or_group.split(".")[0] in ("hydra", "sweeps"):
+            return False
+        repo = self.loader.repository
+        key = o.key_or_group
+        return not (repo.group_exists(key) or repo.group_exists(key.replace(".", "/")))
+
+    def split(self, overrides: list[str]) -> tuple[tuple[str, ...], list[Override], list]:
+        """(the structural overrides, the value overrides, every override parsed); a job whose
+        value keys overlap another override's key is all structural."""
+        parsed = self.parser.parse_overrides(list(overrides))
+        values = [o for o in parsed if self._is_value(o)]
+        keys = [o.key_or_group for o in parsed]
+        for v in values:
+            k = v.key_or_group
+            if sum(x == k or x.startswith(k + ".") or k.startswith(x + ".") for x in keys) > 1:
+                values = []
+                break
+        chosen = {id(v) for v in values}
+        structural = tuple(o.input_line for o in parsed if id(o) not in chosen)
+        return structural, values, parsed
+
+    def _base(self, structural: tuple[str, ...]) -> tuple[DictConfig, dict | None]:
+        """Hydra's composition with the structural overrides alone, and its task config as a
+        plain dict (None when the task config has an interpolation)."""
+        if structural not in self.bases:
+            cfg = self.loader.load_sweep_config(self.master, list(structural))
+            self.compositions += 1
+            task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+            plain = OmegaConf.to_container(task, resolve=True)
+            same = plain == OmegaConf.to_container(task, resolve=False)
+            self.bases[structural] = (cfg, plain if same else None)
+        return self.bases[structural]
+
+    def compose(self, overrides: list[str], num: int) -> DictConfig:
+        """The job's config, as ``load_sweep_config`` and the launcher's job number make it."""
+        structural, values, parsed = self.split(overrides)
+        base, _ = self._base(structural)
+        cfg = copy.deepcopy(base)
+        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+        app = [o for o in parsed if not o.is_hydra_override()]
+        names = cfg.hydra.job.config.override_dirname
+        with open_dict(cfg):
+            cfg.hydra.overrides.task = [o.input_line for o in app]
+            cfg.hydra.job.override_dirname = get_overrides_dirname(
+                overrides=app,
+                kv_sep=names.kv_sep,
+                item_sep=names.item_sep,
+                exclude_keys=names.exclude_keys,
+            )
+            cfg.hydra.job.id = f"{cfg.hydra.job.name}_{num}"
+            cfg.hydra.job.num = num
+        OmegaConf.copy_cache(from_config=self.master, to_config=cfg)
+        return cfg
+
+    def plan_inputs(self, overrides: list[str], num: int, sweep_dir: Path):
+        """(the job's task config as a plain dict, its job directory) without composing the job
+        where that is exact; else from its full composition."""
+        structural, values, _ = self.split(overrides)
+        base, plain = self._base(structural)
+        subdir = base.hydra.sweep._get_node("subdir")
+        if plain is not None and subdir is not None and subdir._value() == JOB_NUM:
+            job = _with_values(plain, values)
+            if job is not None:
+                return job, Path(sweep_dir) / str(num)
+        cfg = self.compose(overrides, num)
+        HydraConfig.instance().set_config(cfg)  # for ${hydra:...} in the task config
+        task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+        out = Path(sweep_dir) / str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
+        return OmegaConf.to_container(task, resolve=True), out
+
+    def check(self, overrides: list[str]) -> None:
+        """Raise Hydra's composition error for these overrides, if they have one: the base is
+        composed by Hydra, and each value is set on a copy of its node (as Hydra sets it);
+        anything doubtful is composed in full."""
+        structural, values, _ = self.split(overrides)
+        base, _ = self._base(structural)
+        for o in values:
+            node = _node(base, o.key_or_group)
+            try:
+                ok = isinstance(node, ValueNode) and not isinstance(o.value(), (dict, list))
+                if ok:
+                    copy.deepcopy(node)._set_value(o.value())
+            except Exception:
+                ok = False
+            if not ok:
+                self.loader.load_sweep_config(self.master, list(overrides))
+                self.compositions += 1
+                return
+
+
+def _node(cfg: DictConfig, key: str):
+    node = cfg
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or part not in node:
+            return None
+        node = node._get_node(part)
+    return node
+
+
+def _with_values(plain: dict, values: list[Override]) -> dict | None:
+    """A copy of ``plain`` with each value override's leaf set; None where a key is not a
+    leaf already there (Hydra's composition decides those)."""
+    out = copy.deepcopy(plain)
+    for o in values:
+        *path, last = o.key_or_group.split(".")
+        where = out
+        for part in path:
+            where = where.get(part) if isinstance(where, dict) else None
+        value = o.value()
+        if not isinstance(where, dict) or last not in where:
+            return None
+        if isinstance(where[last], (dict, list)) or isinstance(value, (dict, list)):
+            return None
+        if isinstance(value, str) and "${" in value:  # an interpolation: Hydra resolves it
+            return None
+        where[last] = value
+    return out
+
+
+_COMPOSERS: dict[int, SweepComposer] = {}  # by the sweep's master config (one per process)
+
+
+def composer_for(loader, master: DictConfig) -> SweepComposer:
+    """The sweep's composer, shared by the sweeper (its check) and the local launcher."""
+    composer = _COMPOSERS.get(id(master))
+    if composer is None or composer.master is not master:
+        composer = _COMPOSERS[id(master)] = SweepComposer(loader, master)
+    return composer
