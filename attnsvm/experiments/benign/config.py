@@ -36,7 +36,8 @@ class Init(str, Enum):
 
 
 DEFAULT_T = {Setting.two_token: 2, Setting.token_selection: 8}
-DEFAULT_LR = {Setting.two_token: 0.1, Setting.token_selection: 5e-3}
+DEFAULT_LR = {Setting.two_token: 0.1, Setting.token_selection: 0.1}
+DEFAULT_STEPS = {Setting.two_token: 100, Setting.token_selection: 300}
 
 
 @dataclass
@@ -46,14 +47,14 @@ class Config:
     setting: Setting = Setting.two_token
     n: int = 20  # training samples (the classes balanced: n // 2 labelled +1)
     T: int | None = None  # tokens per sample; None: 2 (two_token, the only value), 8 otherwise
-    d: int = 400  # token dimension (d >> n: the regime of both papers)
+    d: int = 200  # token dimension (d >> n: the regime of both papers)
     snr: float = 0.5  # signal norm / sqrt(d): rho = snr sqrt(d) (two_token), s = snr sqrt(d)
     eta: float = 0.2  # label-flip rate: exactly round(eta n) training labels flipped
     rho: float = 0.1  # token_selection: the weak tokens carry rho mu_y and rho mu_{-y}
     test: int = 1000  # clean test samples per seed
     rule: Rule = Rule.gd
-    lr: float | None = None  # None: 0.1 (two_token), 5e-3 (token_selection, the official)
-    steps: int = 200
+    lr: float | None = None  # None: 0.1 (both; the official token_selection value is 5e-3)
+    steps: int | None = None  # None: 100 (two_token), 300 (token_selection)
     checkpoints: int = 20  # log-spaced checkpoint steps in [1, steps], plus steps 0, 1, 2
     init: Init = Init.paper
     init_scale: float = 0.01  # the scale of N(0, 1) starts (two_token, and init=normal)
@@ -68,8 +69,10 @@ class Config:
                 value = getattr(value, "value", value)
                 _require(value in {k.value for k in kind}, f.name, _names(kind), value)
                 setattr(self, f.name, kind(value))
-        for key in ("n", "d", "steps"):
+        for key in ("n", "d"):
             _require(getattr(self, key) >= 1, key, "integers >= 1", getattr(self, key))
+        _require(self.steps is None or self.steps >= 1, "steps", "null or integers >= 1",
+                 self.steps)  # fmt: skip
         _require(self.n >= 2, "n", "integers >= 2 (both classes)", self.n)
         _require(self.test >= 2, "test", "integers >= 2", self.test)
         _require(self.checkpoints >= 2, "checkpoints", "integers >= 2", self.checkpoints)
@@ -96,6 +99,11 @@ class Config:
     def step_size(self) -> float:
         """lr, or the setting's default."""
         return self.lr if self.lr is not None else DEFAULT_LR[self.setting]
+
+    @property
+    def n_steps(self) -> int:
+        """steps, or the setting's default."""
+        return self.steps if self.steps is not None else DEFAULT_STEPS[self.setting]
 
     @property
     def signal(self) -> float:

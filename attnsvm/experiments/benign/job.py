@@ -34,6 +34,7 @@ def config_columns(cfg: Config) -> dict:
     cols = {f"benign.{f.name}": getattr(cfg, f.name) for f in fields(cfg)}
     cols = {k: _plain(v) if hasattr(v, "value") else v for k, v in cols.items()}
     cols["benign.T"], cols["benign.lr"] = cfg.tokens, cfg.step_size
+    cols["benign.steps"] = cfg.n_steps
     extra = {"bayes_acc": data.bayes_accuracy(cfg), "signal_norm": cfg.signal}
     return {"n": cfg.n, "T": cfg.tokens, "d": cfg.d, **cols, **extra}
 
@@ -61,9 +62,13 @@ def _fits(rec: Record, c: int, r: int) -> bool:
 
 def _status(rec: Record, r: int, mm: dict) -> tuple[str, str]:
     finite = torch.isfinite(rec.loss[:, r]) & torch.isfinite(rec.q[:, r]).all(-1)
+    finite &= torch.isfinite(rec.grad_norm[:, r])
+    if rec.v is not None:
+        finite &= torch.isfinite(rec.v[:, r]).all(-1)
     if not bool(finite.all()):
         c = int((~finite).nonzero()[0])
-        return "diverged", f"non-finite loss or attention vector at step {rec.steps[c]}"
+        why = "non-finite loss, ||grad||, attention vector or v"
+        return "diverged", f"{why} at step {rec.steps[c]}, the first checkpoint that shows it"
     if mm["status"] != "ok":
         return mm["status"], mm["reason"]
     return "ok", ""

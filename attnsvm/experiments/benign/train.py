@@ -79,23 +79,23 @@ def _record(rec: Record, c: int, state, out, train: Samples, test: Samples, nu) 
 
 
 def train_benign(cfg: Config, train: Samples, test: Samples, gens: list) -> Record:
-    """``cfg.steps`` steps of ``cfg.rule`` from ``model.start``; recorded at the checkpoints.
+    """``cfg.n_steps`` steps of ``cfg.rule`` from ``model.start``; recorded at the checkpoints.
     A seed whose numbers leave the finite range keeps going (NaN stays NaN, per seed)."""
     R, dtype, device = train.X.shape[0], train.X.dtype, train.X.device
     state = start(cfg, gens, dtype, device)
     nu = head(cfg, dtype, device)
-    ckpts = checkpoint_steps(cfg.steps, cfg.checkpoints)
+    ckpts = checkpoint_steps(cfg.n_steps, cfg.checkpoints)
     C, d = len(ckpts), cfg.d
     new = lambda *shape: torch.full(shape, float("nan"), dtype=dtype)  # noqa: E731
     rec = Record(ckpts, new(C, R), new(C, R), new(C, R), new(C, R), new(C, R), new(C, R),
                  new(C, R, d), new(C, R, d) if "v" in state else None, new(C, R), None)  # fmt: skip
     c = 0
-    for k in range(cfg.steps + 1):
+    for k in range(cfg.n_steps + 1):
         out = loss_and_grads(state, train.X, train.y, nu)
         if ckpts[c] == k:
             _record(rec, c, state, out, train, test, nu)
             c += 1
-        if k == cfg.steps:
+        if k == cfg.n_steps:
             break
         grads = out[3]
         state = step(state, grads, grad_norm(grads), cfg)
