@@ -164,8 +164,9 @@ def test_bad_keys_are_refused_at_composition(override, match):
 def test_a_bad_choice_is_refused_naming_the_key_and_the_choices():
     with pytest.raises(ConfigError, match=r"benign.rule=adam: accepted gd, ngd"):
         Config(rule="adam")
-    with pytest.raises(Exception, match=r"benign.setting[\s\S]*two_token, token_selection"):
+    with pytest.raises(Exception, match=r"benign.setting=three") as got:
         attnsvm.compose(["experiment=benign", "benign.setting=three"])
+    assert "two_token, token_selection" in str(got.value.__cause__)  # Hydra names the choices
 
 
 @pytest.mark.slow
