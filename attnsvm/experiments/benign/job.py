@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import data
+import attnsvm.experiments.benign.data as data
+
 from .config import Config, Setting
 from .svm import solve_seed
 from .train import Record, train_benign
