@@ -123,6 +123,6 @@ def step(state, grads, norm, cfg: Config) -> dict:
     scale = lr if cfg.rule.value == "gd" else lr / (norm + cfg.eps)
     out = {}
     for name, t in state.items():
-        k = scale if isinstance(scale, float) else scale.reshape((-1,) + (1,) * (t.dim() - 1))
+        k = scale.reshape((-1,) + (1,) * (t.dim() - 1)) if torch.is_tensor(scale) else scale
         out[name] = t - k * grads[name]
     return out
