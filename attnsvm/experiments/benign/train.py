@@ -98,6 +98,6 @@ def train_benign(cfg: Config, train: Samples, test: Samples, gens: list) -> Reco
         if k == cfg.n_steps:
             break
         grads = out[3]
-        state = step(state, grads, grad_norm(grads), cfg)
+        state = step(state, grads, grad_norm(grads) if cfg.rule.value == "ngd" else None, cfg)
     rec.selected = out[2].argmax(-1).cpu()
     return rec
