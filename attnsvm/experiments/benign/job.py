@@ -109,7 +109,9 @@ def _draw(cfg: Config, seeds: list[int], dtype, device):
     for seed in seeds:
         tr, g = data.draw_one(cfg, seed, data.TRAIN)
         te, _ = data.draw_one(cfg, seed, data.TEST)
-        trains.append(tr), tests.append(te), gens.append(g)
+        trains.append(tr)
+        tests.append(te)
+        gens.append(g)
     return data.stack(trains), data.stack(tests), gens
 
 
