@@ -1,0 +1,60 @@
+"""experiment=benign: benign overfitting in single-head attention trained on noisy labels (Magen
+et al., NeurIPS 2025; Sakamoto & Sato, ICML 2025; docs/benign.md).
+
+Two settings: ``two_token`` (f = v^T X^T softmax(X p), a signal and an orthogonal noise token,
+p and v trained) and ``token_selection`` (f = sum_t softmax(X W p)_t x_t^T nu, W and p trained,
+nu fixed). A share eta of training labels is flipped, the test set is clean. Per seed: which
+labels are fit (clean / flipped), the clean test accuracy against the Bayes-optimal one, where
+attention goes (signal token for clean, noise token for flipped samples?), the max-margin
+interpolator at the selected tokens, and benign / harmful / not interpolating, at log-spaced
+checkpoints including steps 1 and 2.
+
+    python -m attnsvm.run experiment=benign benign.snr=1
+    python -m attnsvm.run -m +sweeps=benign_snr
+"""
+
+from __future__ import annotations
+
+from attnsvm.config.plugins import later
+
+from .config import Config, Init, Rule, Setting
+
+NAME = "benign"
+CONFIG_GROUP = "benign"
+FUSED_UNFIT = "its own batched loop trains (p, v) or (W, p) on noisy labels"
+
+
+def published() -> list:
+    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
+    from .readme_rows import SWEEPS
+
+    return SWEEPS
+
+
+def bench_cases(quick: bool) -> dict:
+    """Its case of ``python -m attnsvm.bench`` (bench.py): the default two_token job, all seeds in
+    one batch vs one seed at a time."""
+    from .bench import bench_benign
+
+    r = bench_benign(quick)
+    return {f"two_token, default job (n=20, d=400), {r['steps']} steps": r}
+
+
+run_job = later("attnsvm.experiments.benign.job:run_job")
+summary_text = later("attnsvm.experiments.benign.summary:summary_text")
+summary_table = later("attnsvm.experiments.benign.summary:summary_table")
+figures = later("attnsvm.experiments.benign.plots:figures")
+
+
+__all__ = [
+    "CONFIG_GROUP",
+    "NAME",
+    "Config",
+    "Init",
+    "Rule",
+    "Setting",
+    "figures",
+    "run_job",
+    "summary_table",
+    "summary_text",
+]

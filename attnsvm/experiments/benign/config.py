@@ -1,0 +1,125 @@
+"""``benign.*``: the keys of experiment=benign and their checks (imports nothing of attnsvm but
+its ConfigError), so a bad value is refused at composition, naming the key and what it accepts.
+
+python -m attnsvm.run experiment=benign benign.setting=token_selection benign.snr=0.5
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from enum import Enum
+
+from attnsvm.config.checks import ConfigError
+
+
+class Setting(str, Enum):
+    """Which paper's model and data (docs/benign.md)."""
+
+    two_token = "two_token"  # Magen et al. 2024: f = v^T X^T softmax(X p), p and v trained
+    token_selection = "token_selection"  # Sakamoto & Sato 2025: f = sum_t softmax(XWp)_t x_t^T nu
+
+
+class Rule(str, Enum):
+    """Full-batch GD, or GD normalized by the joint gradient norm of the trained tensors."""
+
+    gd = "gd"
+    ngd = "ngd"
+
+
+class Init(str, Enum):
+    """paper: each paper's start (two_token: p, v ~ init_scale N(0, 1); token_selection:
+    W Kaiming-uniform, p = 0); normal: every trained entry init_scale N(0, 1)."""
+
+    paper = "paper"
+    normal = "normal"
+
+
+DEFAULT_T = {Setting.two_token: 2, Setting.token_selection: 8}
+DEFAULT_LR = {Setting.two_token: 0.1, Setting.token_selection: 0.1}
+DEFAULT_STEPS = {Setting.two_token: 100, Setting.token_selection: 300}
+
+
+@dataclass
+class Config:
+    """One job of the benign-overfitting experiment (defaults: a laptop-sized two_token job)."""
+
+    setting: Setting = Setting.two_token
+    n: int = 20  # training samples (the classes balanced: n // 2 labelled +1)
+    T: int | None = None  # tokens per sample; None: 2 (two_token, the only value), 8 otherwise
+    d: int = 200  # token dimension (d >> n: the regime of both papers)
+    snr: float = 0.5  # signal norm / sqrt(d): rho = snr sqrt(d) (two_token), s = snr sqrt(d)
+    eta: float = 0.2  # label-flip rate: exactly round(eta n) training labels flipped
+    rho: float = 0.1  # token_selection: the weak tokens carry rho mu_y and rho mu_{-y}
+    test: int = 1000  # clean test samples per seed
+    rule: Rule = Rule.gd
+    lr: float | None = None  # None: 0.1 (both; the official token_selection value is 5e-3)
+    steps: int | None = None  # None: 100 (two_token), 300 (token_selection)
+    checkpoints: int = 20  # log-spaced checkpoint steps in [1, steps], plus steps 0, 1, 2
+    init: Init = Init.paper
+    init_scale: float = 0.01  # the scale of N(0, 1) starts (two_token, and init=normal)
+    margin: float = 0.05  # benign: every label fit and test accuracy >= Bayes - margin
+    eps: float = 2.220446049250313e-16  # ngd: g / (||g|| + eps)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            kind = {"setting": Setting, "rule": Rule, "init": Init}.get(f.name)
+            value = getattr(self, f.name)
+            if kind is not None and not isinstance(value, kind):
+                value = getattr(value, "value", value)
+                _require(value in {k.value for k in kind}, f.name, _names(kind), value)
+                setattr(self, f.name, kind(value))
+        for key in ("n", "d"):
+            _require(getattr(self, key) >= 1, key, "integers >= 1", getattr(self, key))
+        _require(self.steps is None or self.steps >= 1, "steps", "null or integers >= 1",
+                 self.steps)  # fmt: skip
+        _require(self.n >= 2, "n", "integers >= 2 (both classes)", self.n)
+        _require(self.test >= 2, "test", "integers >= 2", self.test)
+        _require(self.checkpoints >= 2, "checkpoints", "integers >= 2", self.checkpoints)
+        if self.setting == Setting.two_token:
+            _require(self.T in (None, 2), "T", "null or 2 with benign.setting=two_token", self.T)
+            _require(self.d >= 3, "d", "integers >= 3 (e_1, e_2 and noise)", self.d)
+        else:
+            _require(self.T is None or self.T >= 3, "T", "null or integers >= 3", self.T)
+            _require(self.d >= 2, "d", "integers >= 2 (mu_1 = s e_1, mu_2 = s e_2)", self.d)
+        _require(self.snr > 0 and math.isfinite(self.snr), "snr", "finite floats > 0", self.snr)
+        _require(0 <= self.eta < 0.5, "eta", "floats in [0, 0.5)", self.eta)
+        _require(0 <= self.rho < 1, "rho", "floats in [0, 1)", self.rho)
+        _require(self.lr is None or self.lr > 0, "lr", "null or floats > 0", self.lr)
+        _require(self.init_scale >= 0, "init_scale", "floats >= 0", self.init_scale)
+        _require(0 <= self.margin < 1, "margin", "floats in [0, 1)", self.margin)
+        _require(self.eps >= 0, "eps", "floats >= 0", self.eps)
+
+    @property
+    def tokens(self) -> int:
+        """T, or the setting's default."""
+        return self.T if self.T is not None else DEFAULT_T[self.setting]
+
+    @property
+    def step_size(self) -> float:
+        """lr, or the setting's default."""
+        return self.lr if self.lr is not None else DEFAULT_LR[self.setting]
+
+    @property
+    def n_steps(self) -> int:
+        """steps, or the setting's default."""
+        return self.steps if self.steps is not None else DEFAULT_STEPS[self.setting]
+
+    @property
+    def signal(self) -> float:
+        """The signal norm: snr sqrt(d) (the noise tokens' norm is about sqrt(d))."""
+        return self.snr * math.sqrt(self.d)
+
+    @property
+    def flips(self) -> int:
+        """How many training labels are flipped."""
+        return int(round(self.eta * self.n))
+
+
+def _names(kind: type[Enum]) -> str:
+    return ", ".join(k.value for k in kind)
+
+
+def _require(ok: bool, key: str, accepted: str, value: object) -> None:
+    if not ok:
+        raise ConfigError(f"benign.{key}={value}: accepted {accepted}")
