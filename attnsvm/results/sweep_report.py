@@ -42,6 +42,9 @@ class Grid:
     numbered: bool = False  # job directories are named by job number (hydra.sweep.subdir)
 
 
+GRID_SWEEPERS = ("BasicSweeper", "AttnsvmSweeper")  # the default is the basic one, checked faster
+
+
 def read_grid(sweep_dir: Path) -> Grid | None:
     """The command line and the grid points of the sweep in ``sweep_dir`` (None without a
     multirun.yaml). Points are expanded as Hydra's basic sweeper does (params, then overrides)."""
@@ -57,7 +60,7 @@ def read_grid(sweep_dir: Path) -> Grid | None:
     params = {str(k): str(v) for k, v in (sweeper.get("params") or {}).items()}
     grid = Grid(command, params)
     grid.numbered = str((hydra.get("sweep") or {}).get("subdir")) == "${hydra.job.num}"
-    if not str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
+    if not str(sweeper.get("_target_", "")).endswith(GRID_SWEEPERS):
         grid.note = f"the sweeper {sweeper.get('_target_')} chooses its points as it runs"
         return grid
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
