@@ -14,15 +14,19 @@ from attnsvm.config import register_configs
 from conftest import CONF_DIR
 
 
-def ray_launcher_config(*overrides: str):
+def ray_config(*overrides: str):
+    """The composed config (hydra's part included) with the Ray launcher."""
     register_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(
+        return compose(
             config_name="config",
             overrides=["hydra/launcher=ray", *overrides],
             return_hydra_config=True,
         )
-    return cfg.hydra.launcher
+
+
+def ray_launcher_config(*overrides: str):
+    return ray_config(*overrides).hydra.launcher
 
 
 def test_the_preset_is_attnsvms_launcher_on_a_local_ray_one_cpu_per_job():
@@ -73,13 +77,7 @@ def test_every_job_is_dispatched_with_its_sweep_number():
 
 
 def planned_ray_options(*overrides: str, jobs=(("dataset.d=2",), ("dataset.d=4", "device=cpu"))):
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(
-            config_name="config",
-            overrides=["hydra/launcher=ray", *overrides],
-            return_hydra_config=True,
-        )
+    cfg = ray_config(*overrides)
     launcher = instantiate(cfg.hydra.launcher)
     launcher.config = cfg  # what Hydra's setup gives it; Ray is never started
     return [p["options"] for p in launcher.plan(jobs)]
