@@ -32,6 +32,8 @@ MAX_PIVOTS = 100
 SINGULAR = 3  # singular G_FF in a row after which an instance is left to the reference path
 CERT_TOL = 1e-9  # KKT residuals, relative to the largest |A_j|^2 (scale-free)
 BATCHED = "batched"  # SVMSolution.path of an instance this module certified
+GPU_BATCH = 16384  # instances per call on a GPU, at most
+GPU_ENTRIES = 2**27  # and about this many m x m matrix entries (1 GiB in float64)
 
 
 def gram(dx: torch.Tensor, zq: torch.Tensor) -> torch.Tensor:
@@ -44,16 +46,16 @@ class _Pivots:
     support whose G_FF factored (``good``) and its signed residuals (``score``: u_j on F, s_j
     off it; negative = broken), the cycling guard's counters, and how each instance ended."""
 
-    def __init__(self, nb: int, m: int, dtype):
-        self.F = torch.zeros(nb, m, dtype=torch.bool)
+    def __init__(self, nb: int, m: int, dtype, device):
+        self.F = torch.zeros(nb, m, dtype=torch.bool, device=device)
         self.good = self.F.clone()
-        self.score = -torch.ones(nb, m, dtype=dtype)  # u = 0: every s_j = -1
-        self.u = torch.zeros(nb, m, dtype=dtype)
-        self.fewest = torch.full((nb,), m + 1)
-        self.patience = torch.full((nb,), BACKUP)
-        self.singular = torch.zeros(nb, dtype=torch.long)  # failed factorisations in a row
-        self.ended = torch.zeros(nb, dtype=torch.bool)
-        self.failed = torch.zeros(nb, dtype=torch.bool)
+        self.score = -torch.ones(nb, m, dtype=dtype, device=device)  # u = 0: every s_j = -1
+        self.u = torch.zeros(nb, m, dtype=dtype, device=device)
+        self.fewest = torch.full((nb,), m + 1, device=device)
+        self.patience = torch.full((nb,), BACKUP, device=device)
+        self.singular = torch.zeros(nb, dtype=torch.long, device=device)  # failed in a row
+        self.ended = torch.zeros(nb, dtype=torch.bool, device=device)
+        self.failed = torch.zeros(nb, dtype=torch.bool, device=device)
 
     def update(self, act, Fa, ua, s, info):
         """Record the solve of the instances ``act`` and choose their next supports."""
@@ -86,8 +88,8 @@ def complementary_points(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     semidefinite G whose guessed G_FF is singular steps back to its last factored support and
     swaps one index (the most broken sign) instead, as an active-set method would."""
     nb, m, _ = G.shape
-    state = _Pivots(nb, m, G.dtype)
-    eye = torch.eye(m, dtype=G.dtype)
+    state = _Pivots(nb, m, G.dtype, G.device)
+    eye = torch.eye(m, dtype=G.dtype, device=G.device)
     for _ in range(MAX_PIVOTS):
         act = (~state.ended & ~state.failed).nonzero().squeeze(-1)
         if not len(act):
@@ -107,12 +109,34 @@ def certified(G: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return (worst <= CERT_TOL) & ((u * s).abs().amax(-1) <= CERT_TOL) & torch.isfinite(u).all(-1)
 
 
-def fro_svm_batch(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def fro_svm_batch(
+    dx: np.ndarray, zq: np.ndarray, device: str = "cpu"
+) -> tuple[np.ndarray, np.ndarray]:
     """W^mm (B, d, d) of B instances with constraint factors dx, zq (B, m, d), and which of
     them are certified (B,) bool; an uncertified instance's W is undefined (the caller
-    re-solves it by the reference path)."""
+    re-solves it by the reference path). On a GPU (``device``) in chunks of at most
+    ``chunk(m)`` instances: its batched factorisations accept only so many at once."""
+    step = per_call(device, dx.shape[1] ** 2, len(dx))
+    parts = [_solve(dx[k : k + step], zq[k : k + step], device) for k in range(0, len(dx), step)]
+    if not parts:
+        return np.zeros((0, dx.shape[-1], zq.shape[-1])), np.zeros(0, dtype=bool)
+    return np.concatenate([W for W, _ in parts]), np.concatenate([ok for _, ok in parts])
+
+
+def per_call(device: str, size: int, count: int) -> int:
+    """Instances per solver call: all ``count`` on the CPU, ``chunk(size)`` on a GPU."""
+    return max(count, 1) if device == "cpu" else chunk(size)
+
+
+def chunk(size: int, entries: int = GPU_ENTRIES) -> int:
+    """Instances per GPU call when each holds ``size`` matrix entries: about ``entries`` in
+    all, at most GPU_BATCH (cuSOLVER's batched solvers failed at 10^5 instances)."""
+    return int(max(1, min(GPU_BATCH, entries // max(size, 1))))
+
+
+def _solve(dx: np.ndarray, zq: np.ndarray, device: str) -> tuple[np.ndarray, np.ndarray]:
     with one_thread():
-        dxt, zqt = (torch.as_tensor(t, dtype=torch.float64) for t in (dx, zq))
+        dxt, zqt = (torch.as_tensor(t, dtype=torch.float64, device=device) for t in (dx, zq))
         G = gram(dxt, zqt)
         scale = G.diagonal(dim1=-2, dim2=-1).amax(-1)  # (B,) the largest |A_j|^2
         ok = scale > 0
@@ -121,4 +145,4 @@ def fro_svm_batch(dx: np.ndarray, zq: np.ndarray) -> tuple[np.ndarray, np.ndarra
         ok = ok & ended & certified(Gs, u)
         mu = u / torch.where(ok, scale, 1.0)[:, None]  # the dual of the unscaled problem
         W = batchops.matmul((dxt * mu[:, :, None]).transpose(-1, -2), zqt)  # sum_j mu_j dx_j z_j^T
-    return W.numpy(), ok.numpy()
+    return W.cpu().numpy(), ok.cpu().numpy()

@@ -8,6 +8,7 @@ one object with
     value(W) -> float                     # ||W||_N, the ``norm_<N>`` column; built-ins also
                                           # take a stack (..., d, d) (``values``)
     uses_fro = True                       # optional: solve(..., fro=[the Frobenius SVMs])
+    on_device = True                      # optional: solve(..., device="cuda"), the job's
 
 The Frobenius SVM is always solved first: its exact dual decides feasibility (the same for every
 norm), the support tokens and local optimality; every other norm is solved only where it is
@@ -42,9 +43,10 @@ class Frobenius:
     """W^mm: exact, batched and certified (svm.w_mm_batch), else the least-distance dual."""
 
     name = "fro"
+    on_device = True  # solve_all passes the job's device: the batch runs there
 
-    def solve(self, problems, cfg: SolverConfig) -> list[svm.SVMSolution]:
-        return svm.w_mm_batch(problems, cfg)
+    def solve(self, problems, cfg: SolverConfig, device: str = "cpu") -> list[svm.SVMSolution]:
+        return svm.w_mm_batch(problems, cfg, device)
 
     def value(self, W: np.ndarray) -> np.ndarray:
         if W.ndim == 2:  # np.linalg.norm's own (dot-product) sum, as norm_fro always had
@@ -57,10 +59,12 @@ class Nuclear:
 
     name = "nuc"
     uses_fro = True  # solve_all passes the Frobenius SVMs: a large instance's working set
+    on_device = True  # and the job's device: the interior point runs there
 
-    def solve(self, problems, cfg: SolverConfig, fro=None) -> list[svm.SVMSolution]:
+    def solve(self, problems, cfg: SolverConfig, fro=None, device="cpu") -> list[svm.SVMSolution]:
         if cfg.backend == Backend.IPM:
-            return svm.w_mm_nuc_batch(problems, cfg, feasible=[True] * len(problems), fro=fro)
+            feasible = [True] * len(problems)
+            return svm.w_mm_nuc_batch(problems, cfg, feasible, fro, device)
         return [svm.w_mm_nuc(X, Z, alpha, cfg) for X, Z, alpha in problems]
 
     def value(self, W: np.ndarray) -> np.ndarray:
@@ -196,30 +200,40 @@ def infeasible(name: str, reason: str = "Frobenius SVM infeasible") -> svm.SVMSo
     return svm.SVMSolution(name, svm.INFEASIBLE, reason=reason)
 
 
-def solve_spread(make, problems: list, cfg: SolverConfig, workers: int = 1) -> list[dict]:
+def solve_spread(
+    make, problems: list, cfg: SolverConfig, workers: int = 1, device: str = "cpu"
+) -> list[dict]:
     """``solve_all`` over ``workers`` threads, each on a contiguous share of ``problems`` with
     its own norms (``make()``: a norm may keep compiled models). Every solver's answer for an
     instance is independent of its batch mates and LAPACK runs on one thread per worker, so
-    the bits are those of ``workers=1``."""
+    the bits are those of ``workers=1``. ``device``: solve_all's."""
     if workers <= 1 or len(problems) < 2:
-        return solve_all(make(), problems, cfg)
+        return solve_all(make(), problems, cfg, device)
     shares = [s for s in np.array_split(np.arange(len(problems)), workers) if len(s)]
     with limit_threads(1), ThreadPoolExecutor(len(shares)) as pool:
-        parts = pool.map(lambda share: solve_all(make(), [problems[k] for k in share], cfg), shares)
+        parts = pool.map(
+            lambda share: solve_all(make(), [problems[k] for k in share], cfg, device), shares
+        )
         return [sols for part in parts for sols in part]
 
 
-def solve_all(norms: list, problems: list, cfg: SolverConfig) -> list[dict]:
+def solve_all(norms: list, problems: list, cfg: SolverConfig, device: str = "cpu") -> list[dict]:
     """Every norm's SVM of every problem (X, Z, alpha): [{name: SVMSolution}], one dict per
     problem. The Frobenius SVM (``norms[0]``) decides feasibility; each other norm solves its
-    feasible problems in one call (batched where the norm can)."""
+    feasible problems in one call (batched where the norm can). A norm that declares
+    ``on_device`` solves on ``device`` (the job's; a GPU batches there)."""
+
+    def where(norm) -> dict:
+        return {"device": device} if getattr(norm, "on_device", False) else {}
+
     fro, *others = norms
-    out = [{fro.name: sol} for sol in fro.solve(problems, cfg)]
+    out = [{fro.name: sol} for sol in fro.solve(problems, cfg, **where(fro))]
     ok = [k for k, sols in enumerate(out) if sols[fro.name].status != svm.INFEASIBLE]
     for norm in others:
         t0 = time.perf_counter()
         todo = [problems[k] for k in ok]
         hint = {"fro": [out[k][fro.name] for k in ok]} if getattr(norm, "uses_fro", False) else {}
+        hint.update(where(norm))
         solved = norm.solve(todo, cfg, **hint) if ok else []
         if len(solved) != len(ok):
             raise RuntimeError(f"norm {norm.name!r} returned {len(solved)} of {len(ok)} solutions")

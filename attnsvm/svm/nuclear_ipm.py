@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from attnsvm.runtime import one_thread
+from attnsvm.svm.fro_batch import per_call
 from attnsvm.svm.nuclear_ops import Constraints, adjoint, op, schur, sym
 from attnsvm.train.batchops import dot_last, sum_last
 
@@ -93,7 +94,7 @@ def _step(con: Constraints, C, X, Z, x, z, y, refine):
         dx = base_x - x * dy / z
         return dX, dx, dy, dZ, dz
 
-    zero = torch.zeros(nb, dtype=torch.float64)
+    zero = torch.zeros(nb, dtype=torch.float64, device=x.device)
     dX, dx, dy, dZ, dz = direction(zero, 0, 0)
     ap = torch.clamp(torch.minimum(_max_step(Lx, dX), _max_step_lp(x, dx)), max=1.0)
     ad = torch.clamp(torch.minimum(_max_step(Lz, dZ), _max_step_lp(z, dz)), max=1.0)
@@ -124,7 +125,7 @@ def _cone_factors(X, Z):
     Lx, ix = torch.linalg.cholesky_ex(X)
     bad = (iz != 0) | (ix != 0)
     if bool(bad.any()):
-        eye = torch.eye(X.shape[-1], dtype=X.dtype)
+        eye = torch.eye(X.shape[-1], dtype=X.dtype, device=X.device)
         Lz, Lx = torch.where(bad[:, None, None], eye, Lz), torch.where(bad[:, None, None], eye, Lx)
     return Lz, Lx, bad
 
@@ -135,7 +136,8 @@ def _schur_factor(M):
     Lm, info = torch.linalg.cholesky_ex(M)
     if bool((info != 0).any()):
         scale = M.diagonal(dim1=-2, dim2=-1).abs().amax(-1)[:, None, None]
-        Lr, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * torch.eye(M.shape[-1], dtype=M.dtype))
+        eye = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
+        Lr, _ = torch.linalg.cholesky_ex(M + 1e-14 * scale * eye)
         Lm = torch.where((info != 0)[:, None, None], Lr, Lm)
     return Lm
 
@@ -172,6 +174,7 @@ def nuclear_svm_batch(
     max_iter: int = 100,
     workers: int | None = None,
     start: np.ndarray | None = None,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """Solve B feasible nuclear SVMs of one shape; a (B, m, p) reduced left factors, b (B, n, q)
     the distinct right factors and rows (B, m) the right factor of each constraint.
@@ -191,10 +194,15 @@ def nuclear_svm_batch(
     with (e.g. the Frobenius SVM's support); from WORKING_SET_M constraints on, the SDP is
     solved on the working set and every violated constraint is added until none is
     (``_working_set``).
+
+    On a GPU (``device``) every instance below WORKING_SET_M constraints is solved batched,
+    in chunks (fro_batch.chunk) its batched factorisations accept; larger ones one at a time.
     """
-    A = torch.as_tensor(a, dtype=torch.float64)
-    Bd = torch.as_tensor(b, dtype=torch.float64)
-    R = torch.as_tensor(rows, dtype=torch.long)
+    A = torch.as_tensor(a, dtype=torch.float64, device=device)
+    Bd = torch.as_tensor(b, dtype=torch.float64, device=device)
+    R = torch.as_tensor(rows, dtype=torch.long, device=device)
+    if A.device.type != "cpu":
+        return _on_device(A, Bd, R, tol, max_iter, start)
     workers = workers or torch.get_num_threads()
     with one_thread():  # LAPACK's blocked factorisations split their sums by thread count
         if A.shape[1] < LARGE_M:
@@ -208,6 +216,32 @@ def nuclear_svm_batch(
 
         with ThreadPoolExecutor(workers) as pool:
             parts = list(pool.map(alone, range(len(A))))
+    Ws, status, iters = zip(*parts, strict=True)
+    return np.concatenate(Ws), [s for st in status for s in st], np.concatenate(iters)
+
+
+def _on_device(A, Bd, R, tol, max_iter, start):
+    """``nuclear_svm_batch`` on a GPU: batched chunks, or one instance at a time from
+    WORKING_SET_M constraints with a working set (``start``)."""
+    m = A.shape[1]
+    if m >= WORKING_SET_M and start is not None:
+        parts = [
+            _working_set(
+                Constraints(A[k : k + 1], Bd[k : k + 1], R[k : k + 1]),
+                torch.as_tensor(start[k], device=A.device), tol, max_iter,
+            )
+            for k in range(len(A))
+        ]  # fmt: skip
+    else:
+        size = m * m + (A.shape[-1] + Bd.shape[-1]) ** 2  # the Schur matrix, the cones
+        step = per_call(str(A.device), size, len(A))
+        parts = [
+            _solve_batch(Constraints(A[k : k + step], Bd[k : k + step], R[k : k + step]), tol,
+                         max_iter)
+            for k in range(0, len(A), step)
+        ]  # fmt: skip
+    if not parts:
+        return np.zeros((0, A.shape[-1], Bd.shape[-1])), [], np.zeros(0, dtype=np.int64)
     Ws, status, iters = zip(*parts, strict=True)
     return np.concatenate(Ws), [s for st in status for s in st], np.concatenate(iters)
 
@@ -226,7 +260,7 @@ def _working_set(con: Constraints, start: torch.Tensor, tol, max_iter, rounds: i
         sub = Constraints(con.A[:, idx].contiguous(), con.Bd, con.rows[:, idx], con.mm)
         W, status, iters = _solve_batch(sub, tol, max_iter)
         used += iters
-        margins = dot_last(con.mm(con.A, torch.as_tensor(W)), con.Bq)[0]  # (m,)
+        margins = dot_last(con.mm(con.A, torch.as_tensor(W, device=con.A.device)), con.Bq)[0]
         violated = ~work & (margins < 1)
         if status[0] != "optimal" or not bool(violated.any()):
             return W, status, used
@@ -237,17 +271,18 @@ def _working_set(con: Constraints, start: torch.Tensor, tol, max_iter, rounds: i
 def _solve_batch(con: Constraints, tol, max_iter):
     nb, m, p = con.A.shape
     N = p + con.Bd.shape[-1]
-    eye = torch.eye(N, dtype=torch.float64).expand(nb, N, N)
+    like = {"dtype": torch.float64, "device": con.A.device}
+    eye = torch.eye(N, **like).expand(nb, N, N)
     C = eye / 2
     size = torch.sqrt(dot_last(con.A, con.A) * dot_last(con.Bq, con.Bq))  # (B, m) |a_j| |b_j|
     xi = torch.clamp(1 / size.min(-1).values, min=1.0)[:, None, None]  # scale of W
     X, Z = xi * eye, eye.clone()
     x = xi[:, :, 0].expand(nb, m).clone()  # slacks w_j
-    z = torch.ones(nb, m, dtype=torch.float64)  # their dual slacks (= y at optimum)
-    y = torch.zeros(nb, m, dtype=torch.float64)
-    done = torch.zeros(nb, dtype=torch.bool)
-    failed = torch.zeros(nb, dtype=torch.bool)
-    iters = torch.zeros(nb, dtype=torch.long)
+    z = torch.ones(nb, m, **like)  # their dual slacks (= y at optimum)
+    y = torch.zeros(nb, m, **like)
+    done = torch.zeros(nb, dtype=torch.bool, device=con.A.device)
+    failed = torch.zeros_like(done)
+    iters = torch.zeros(nb, dtype=torch.long, device=con.A.device)
     for _ in range(max_iter):
         Rp, Rd, rd = _residuals(con, C, X, Z, x, z, y)
         pobj, dobj = sum_last(X.diagonal(dim1=-2, dim2=-1)) / 2, sum_last(y)
@@ -275,4 +310,4 @@ def _solve_batch(con: Constraints, tol, max_iter):
         "optimal" if ok else "solver_error" if bad else "inaccurate"
         for ok, bad in zip(done.tolist(), failed.tolist(), strict=True)
     ]
-    return W.numpy(), status, iters.numpy()
+    return W.cpu().numpy(), status, iters.cpu().numpy()

@@ -70,7 +70,8 @@ def _blocked(rows: torch.Tensor, n: int) -> int | None:
     if not len(rows) or m % n:
         return None
     k = m // n
-    return k if bool((rows == torch.arange(n).repeat_interleave(k)).all()) else None
+    blocks = torch.arange(n, device=rows.device).repeat_interleave(k)
+    return k if bool((rows == blocks).all()) else None
 
 
 def _rows_cols(S: torch.Tensor, con: Constraints) -> torch.Tensor:
@@ -132,7 +133,7 @@ def adjoint(con: Constraints, y):
     a, b = con.A, con.Bq
     p, q = a.shape[-1], b.shape[-1]
     G = con.mm(con.At, y.unsqueeze(-1) * b) / 2  # (B, p, q)
-    out = torch.zeros(a.shape[0], p + q, p + q, dtype=a.dtype)
+    out = torch.zeros(a.shape[0], p + q, p + q, dtype=a.dtype, device=a.device)
     out[:, :p, p:] = G
     out[:, p:, :p] = G.transpose(-1, -2)
     return out

@@ -101,20 +101,22 @@ def w_mm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, cfg: SolverConfig) -> 
     return check_solution(sol, X, Z, alpha, cfg) if sol.W is not None else sol
 
 
-def w_mm_batch(problems, cfg: SolverConfig) -> list[SVMSolution]:
+def w_mm_batch(problems, cfg: SolverConfig, device: str = "cpu") -> list[SVMSolution]:
     """W^mm of many (X, Z, alpha): instances of one constraint shape below LARGE_M constraints
-    in one batched, certified solve (fro_batch.py); the rest, and any instance the batch could
-    not certify, by the reference path (``w_mm``)."""
+    (on a GPU ``device``: of any number) in one batched, certified solve (fro_batch.py); the
+    rest, and any instance the batch could not certify, by the reference path (``w_mm``)."""
+    most = LARGE_M if device == "cpu" else np.inf
     t0 = time.perf_counter()
     sols: list[SVMSolution | None] = [None] * len(problems)
     groups: dict[tuple, list] = {}
     if cfg.frobenius != FroMethod.cvxpy:
         for k, (X, Z, alpha) in enumerate(problems):
             dx, zq, _ = constraints(X, Z, alpha)
-            if 0 < len(dx) < LARGE_M:
+            if 0 < len(dx) < most:
                 groups.setdefault(dx.shape, []).append((k, dx, zq))
     for items in groups.values():
-        Ws, ok = fro_batch.fro_svm_batch(*(np.stack([it[c] for it in items]) for c in (1, 2)))
+        dx, zq = (np.stack([it[c] for it in items]) for c in (1, 2))
+        Ws, ok = fro_batch.fro_svm_batch(dx, zq, device)
         for (k, *_), W, good in zip(items, Ws, ok, strict=True):
             if good:
                 sol = SVMSolution("fro", OPTIMAL, W=W, path=BATCHED)
@@ -251,11 +253,13 @@ def w_mm_nuc_batch(
     cfg: SolverConfig,
     feasible: list[bool] | None = None,
     fro: list[SVMSolution] | None = None,
+    device: str = "cpu",
 ) -> list[SVMSolution]:
     """W^mm_{*,alpha} for many (X, Z, alpha) at once: reduced factors of equal shape go to one
     call of the batched interior-point method (sdp.py). ``feasible`` (known from the Frobenius
     SVM, whose feasibility is the same) skips the feasibility test; ``fro`` (the Frobenius
-    SVMs of the same problems) starts a large instance's working set at its support."""
+    SVMs of the same problems) starts a large instance's working set at its support;
+    ``device``: where the interior point runs (a GPU: nuclear_ipm._on_device)."""
     t0 = time.perf_counter()
     sols: list[SVMSolution | None] = [None] * len(problems)
     groups: dict[tuple, list] = {}
@@ -275,7 +279,7 @@ def w_mm_nuc_batch(
     for items in groups.values():
         a, b, rows, start = (np.stack([it[c] for it in items]) for c in (1, 2, 3, 4))
         Wr, status, _ = nuclear_svm_batch(
-            a, b, rows, tol=cfg.tol, max_iter=cfg.max_iters, start=start
+            a, b, rows, tol=cfg.tol, max_iter=cfg.max_iters, start=start, device=device
         )
         for (k, *_, U, V), W, st in zip(items, Wr, status, strict=True):
             if st == OPTIMAL:  # gap and residuals certified <= tol; margins checked below

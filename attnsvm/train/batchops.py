@@ -89,10 +89,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         and not (a.requires_grad or b.requires_grad)
     ):
         a, b = a.contiguous(), b.contiguous()
-        out = torch.empty(*batch, r, c, dtype=torch.float64)
+        out = torch.empty(*batch, r, c, dtype=torch.float64, device=a.device)
         lib.attnsvm_seq_matmul(out.numel() // (r * c), r, k, c, *_ptrs(a, b, out))
         return out
-    out = torch.zeros(*batch, r, c, dtype=torch.result_type(a, b))
+    out = torch.zeros(*batch, r, c, dtype=torch.result_type(a, b), device=a.device)
     for j in range(k):
         out = out + a[..., :, j : j + 1] * b[..., j : j + 1, :]
     return out

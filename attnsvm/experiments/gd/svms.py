@@ -47,9 +47,9 @@ def solve_svms(
     """Every configured norm's SVM (attnsvm/svm/norms.py) for every seed position r in ``alphas``
     (r -> alpha (n,)): {r: {norm name: SVMSolution}}, spread over ``cfg.threads`` workers.
     Norms that batch (Frobenius, the nuclear interior point) solve a worker's seeds in one
-    call; with a visibility mask (sequential attention) only
-    visible tokens are constrained. ``report`` hears of each norm's calls, as the SVMs
-    ``where``."""
+    call, on the job's device (a GPU solves them there); with a visibility mask (sequential
+    attention) only visible tokens are constrained. ``report`` hears of each norm's calls,
+    as the SVMs ``where``."""
     X, Z = inst.K.cpu().double().numpy(), inst.Z.cpu().double().numpy()  # keys: x~ for p
     rs = list(alphas)
     masks = {r: seed_mask(inst, r) for r in rs}
@@ -62,7 +62,7 @@ def solve_svms(
         each = norms.make_norms(cfg.solver)
         return each if report is None else [Reported(norm, report) for norm in each]
 
-    solved = norms.solve_spread(made, problems, cfg.solver, cfg.threads)
+    solved = norms.solve_spread(made, problems, cfg.solver, cfg.threads, cfg.device.value)
     for r, sols in zip(rs, solved, strict=True):
         for sol in sols.values():
             unmask(sol, X[r], Z[r], alphas[r], masks[r])

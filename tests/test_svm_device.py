@@ -1,0 +1,159 @@
+"""The SVM stage on the job's device: the batched Frobenius and nuclear solvers take
+``device``, make every tensor there and split a GPU batch into chunks its libraries accept.
+
+    python -m pytest tests/test_svm_device.py          # the CPU checks; -m gpu adds CUDA's
+
+Everywhere: the chunked route gives the unchunked bits (each instance's answer is independent
+of its batch mates on the CPU), and no solver makes a tensor without naming its device (what
+would put a CPU tensor into a GPU op). On CUDA: the SVMs of a batch agree with the CPU's,
+feasibility, statuses and directions, also where many instances are infeasible (d = 2, 3)
+and at a size whose constraints the CPU solves one instance at a time.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+
+from attnsvm import metrics
+from attnsvm.config import DatasetConfig, SolverConfig
+from attnsvm.data.generators import make_instances
+from attnsvm.svm import fro_batch, norms, nuclear_ipm
+from attnsvm.svm import solve as svm
+
+CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device (torch.cuda.is_available())")
+FACTORIES = {"zeros", "ones", "eye", "full", "empty", "arange", "as_tensor", "tensor", "rand"}
+
+
+def problems(n: int, T: int, d: int, seeds: int, first: int = 0) -> list[tuple]:
+    """(X, Z, opt) of ``seeds`` random instances, float64 on the CPU."""
+    inst = make_instances(DatasetConfig(n=n, T=T, d=d), list(range(first, first + seeds)))
+    X, Z, opt = (t.double().numpy() if t.is_floating_point() else t.numpy()
+                 for t in (inst.X, inst.Z, inst.opt))  # fmt: skip
+    return [(X[r], Z[r], opt[r]) for r in range(seeds)]
+
+
+def reduced(probs) -> tuple:
+    """The nuclear interior point's inputs (a, b, rows) of feasible ``probs`` of one shape."""
+    parts = []
+    for X, Z, alpha in probs:
+        dx, _, ids = svm.constraints(X, Z, alpha)
+        U, V = svm._reduced_basis(dx), svm._reduced_basis(Z)
+        parts.append((dx @ U, Z @ V, ids[:, 0]))
+    shapes = {(a.shape, b.shape) for a, b, _ in parts}
+    parts = [p for p in parts if (p[0].shape, p[1].shape) == max(shapes)]
+    return tuple(np.stack([p[c] for p in parts]) for c in range(3))
+
+
+class NamedDevice(TorchFunctionMode):
+    """Refuses a tensor factory called without ``device=``: on a GPU it would make a CPU
+    tensor that the next op mixes with the GPU's."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__name__", "") in FACTORIES and "device" not in kwargs:
+            raise AssertionError(f"torch.{func.__name__} without device=")
+        return func(*args, **kwargs)
+
+
+def test_the_guard_catches_a_factory_without_device():
+    with NamedDevice(), pytest.raises(AssertionError, match="torch.eye without device"):
+        torch.eye(3)
+
+
+def test_every_solver_tensor_names_its_device():
+    """The Frobenius batch and the nuclear interior point (the GPU's route) make every tensor
+    on the given device."""
+    probs = problems(6, 8, 10, 12)
+    dx, zq, _ = zip(*(svm.constraints(*p) for p in probs), strict=True)
+    a, b, rows = reduced(probs)
+    with NamedDevice():
+        _, ok = fro_batch.fro_svm_batch(np.stack(dx), np.stack(zq), "cpu")
+        A, Bd, R = (torch.as_tensor(t, device="cpu") for t in (a, b, rows))
+        _, status, _ = nuclear_ipm._on_device(A.double(), Bd.double(), R, 1e-10, 100, None)
+    assert ok.all() and status == ["optimal"] * len(a)
+
+
+def test_chunks_give_the_bits_of_one_batch(monkeypatch):
+    """A GPU batch split into chunks of 5: on the CPU the same bits as one call."""
+    probs = problems(6, 8, 10, 23)
+    dx, zq, _ = (np.stack(t) for t in zip(*(svm.constraints(*p) for p in probs), strict=True))
+    a, b, rows = reduced(probs)
+    whole = fro_batch.fro_svm_batch(dx, zq), nuclear_ipm.nuclear_svm_batch(a, b, rows)
+    monkeypatch.setattr(fro_batch, "per_call", lambda device, size, count: 5)
+    monkeypatch.setattr(nuclear_ipm, "per_call", lambda device, size, count: 5)
+    A, Bd, R = (torch.as_tensor(t) for t in (a, b, rows))
+    parts = (
+        fro_batch.fro_svm_batch(dx, zq, "cpu"),
+        nuclear_ipm._on_device(A, Bd, R, 1e-10, 100, None),
+    )
+    for got, want in zip(parts, whole, strict=True):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_chunk_sizes_fit_the_gpu():
+    assert fro_batch.chunk(42 * 42) == fro_batch.GPU_BATCH  # (6,8,10): the batch cap
+    assert fro_batch.chunk(960 * 960) == fro_batch.GPU_ENTRIES // (960 * 960)  # (64,16,64)
+    assert fro_batch.chunk(10**12) == 1
+    assert fro_batch.per_call("cpu", 10**12, 7) == 7
+
+
+def _agree(cpu: list[dict], gpu: list[dict]) -> None:
+    for want, got in zip(cpu, gpu, strict=True):
+        for name, sol in want.items():
+            assert got[name].status == sol.status, (name, sol.reason, got[name].reason)
+            if sol.ok:
+                assert 1 - metrics.corr(got[name].W, sol.W) <= 1e-9
+                assert got[name].rank == sol.rank
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("d", [2, 3, 10])
+def test_svms_on_cuda_are_the_cpu_svms(d):
+    """200 instances at (6, 8, d): statuses (many infeasible at d = 2, 3), ranks and
+    directions of W^mm and W^mm_* on CUDA as on the CPU; the batched path certifies them."""
+    probs, cfg = problems(6, 8, d, 200), SolverConfig()
+    cpu = norms.solve_all(norms.make_norms(cfg), probs, cfg, "cpu")
+    gpu = norms.solve_all(norms.make_norms(cfg), probs, cfg, "cuda")
+    _agree(cpu, gpu)
+    assert sum(s["fro"].path == fro_batch.BATCHED for s in gpu) >= sum(
+        s["fro"].path == fro_batch.BATCHED for s in cpu
+    )
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_large_svms_on_cuda_are_batched():
+    """(64, 16, 64): 960 constraints, which the CPU solves one instance at a time; CUDA
+    batches them, with the same answers."""
+    probs, cfg = problems(64, 16, 64, 4), SolverConfig()
+    cpu = norms.solve_all(norms.make_norms(cfg), probs, cfg, "cpu")
+    gpu = norms.solve_all(norms.make_norms(cfg), probs, cfg, "cuda")
+    _agree(cpu, gpu)
+    assert all(s["fro"].path == fro_batch.BATCHED for s in gpu)
+
+
+def test_bench_gpu_job_without_cuda(tmp_path, monkeypatch):
+    """``python -m attnsvm.bench.gpu_job``: status 2 without CUDA; with --allow-cpu a smoke of
+    the in-process stages whose seconds add up to the job's."""
+    from attnsvm.bench import gpu_job
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert gpu_job.main([]) == 2
+    out = tmp_path / "job.json"
+    assert (
+        gpu_job.main(["--allow-cpu", "--parts", "stages", "--threads", "1", "--out", str(out)]) == 0
+    )
+    record = json.loads(out.read_text())
+    stages = record["stages"]
+    assert record["smoke"] and record["device"] == "cpu" and stages["seeds"] == 32
+    parts = sum(v for k, v in stages.items() if k.endswith("_s") and k != "job_s")
+    assert {"training_s", "svms_s", "analysis_s"} <= set(stages)
+    assert 0.5 * stages["job_s"] <= parts <= stages["job_s"] * 1.01
