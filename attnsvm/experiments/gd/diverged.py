@@ -4,7 +4,6 @@ divergence; what a diverged seed still reports is the experiment's)."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 
 def diverged_tables(seed: int, traj, r: int, Ws: np.ndarray, why: str, opt, at_opt, svm_cols):
@@ -40,4 +39,4 @@ def diverged_tables(seed: int, traj, r: int, Ws: np.ndarray, why: str, opt, at_o
         "loss": traj.loss[:, r].cpu().numpy(),
         "grad_norm": traj.grad_norm[:, r].cpu().numpy(),
     }
-    return row, pd.DataFrame(trajectory)
+    return row, trajectory

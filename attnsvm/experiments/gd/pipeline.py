@@ -29,6 +29,7 @@ from attnsvm.experiments.gd.limits import classify
 from attnsvm.experiments.gd.svms import opt_svm_columns, seed_mask, seed_status, solve_svms
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
+from attnsvm.results.stack import stack
 from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
@@ -92,7 +93,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
         "svm_seconds": svm_seconds,
         **{k: float(x) for k, x in fixed.items()},  # the relaxed p-SVM, for the path pictures
     }
-    return row, pd.DataFrame(trajectory_columns(cfg, inst, traj, r, Ws, curves, row, fro_sel))
+    return row, trajectory_columns(cfg, inst, traj, r, Ws, curves, row, fro_sel)
 
 
 def seed_curves(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, Ws, svms) -> tuple:
@@ -234,8 +235,9 @@ def path_tables(inst: Instances, traj: Trajectory, r: int, at_opt: dict):
 
 
 def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, first: int = 0):
-    """Train and analyse one batch of seeds; returns (rows, trajectory frames, extra frames).
-    ``report`` hears of its stages; ``first``: the batch's first seed's position in the job."""
+    """Train and analyse one batch of seeds; returns (rows, trajectory tables (dicts of
+    columns, for results.stack), extra frames). ``report`` hears of its stages; ``first``:
+    the batch's first seed's position in the job."""
     if report is not None:
         report.start_batch(first, first + len(seeds))
     dtype = getattr(torch, cfg.dtype.value)
@@ -314,7 +316,7 @@ def run_job(cfg: RunConfig, progress=None) -> JobResult:
     chash = config_hash(cfg)
     cols = {**config_columns(cfg), "config_hash": chash}
     runs = pd.DataFrame(rows).assign(**cols)
-    trajectory = pd.concat(trajs or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
+    trajectory = stack(trajs, empty={"seed": [], "step": []})  # one frame, not one per seed
     trajectory = trajectory.assign(
         **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
