@@ -122,9 +122,9 @@ def test_pipeline_norms_pass_the_frobenius_support_to_the_nuclear_svm(monkeypatc
     seen = {}
     real = svm.w_mm_nuc_batch
 
-    def spy(problems, cfg, feasible=None, fro=None):
+    def spy(problems, cfg, feasible=None, fro=None, device="cpu"):
         seen["fro"] = fro
-        return real(problems, cfg, feasible, fro)
+        return real(problems, cfg, feasible, fro, device)
 
     monkeypatch.setattr(svm, "w_mm_nuc_batch", spy)
     problems = [_problem(0, n=5, T=4, d=6)]

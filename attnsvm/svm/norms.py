@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from attnsvm.config.checks import ConfigError
 from attnsvm.config.enums import Backend
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import SolverConfig
-from attnsvm.runtime import limit_threads
+from attnsvm.parallel import shares_of, spread
 from attnsvm.svm import cvx
 from attnsvm.svm import solve as svm
 from attnsvm.svm.norm_names import BUILTIN as NAMES
@@ -201,20 +200,29 @@ def infeasible(name: str, reason: str = "Frobenius SVM infeasible") -> svm.SVMSo
 
 
 def solve_spread(
-    make, problems: list, cfg: SolverConfig, workers: int = 1, device: str = "cpu"
+    make, problems: list, cfg: SolverConfig, workers: int = 1, device: str = "cpu", done=None
 ) -> list[dict]:
-    """``solve_all`` over ``workers`` threads, each on a contiguous share of ``problems`` with
-    its own norms (``make()``: a norm may keep compiled models). Every solver's answer for an
-    instance is independent of its batch mates and LAPACK runs on one thread per worker, so
-    the bits are those of ``workers=1``. ``device``: solve_all's."""
+    """``solve_all`` over ``workers`` forked processes (attnsvm/parallel.py; threads on a
+    GPU), each on contiguous shares of ``problems`` with its own norms (``make()``: a norm may
+    keep compiled models). Every solver's answer for an instance is independent of its batch
+    mates and LAPACK runs on one thread per worker, so the bits are those of ``workers=1``.
+    ``device``: solve_all's; ``done(solutions)`` runs in the caller as each share arrives."""
     if workers <= 1 or len(problems) < 2:
-        return solve_all(make(), problems, cfg, device)
-    shares = [s for s in np.array_split(np.arange(len(problems)), workers) if len(s)]
-    with limit_threads(1), ThreadPoolExecutor(len(shares)) as pool:
-        parts = pool.map(
-            lambda share: solve_all(make(), [problems[k] for k in share], cfg, device), shares
-        )
-        return [sols for part in parts for sols in part]
+        return _noted(solve_all(make(), problems, cfg, device), done)
+    shares = shares_of(range(len(problems)), workers)
+    parts = spread(
+        lambda share: solve_all(make(), [problems[k] for k in share], cfg, device),
+        shares,
+        workers,
+        processes=device == "cpu",  # a forked child cannot use CUDA
+    )
+    return [sols for part in parts for sols in _noted(part, done)]
+
+
+def _noted(solutions: list[dict], done) -> list[dict]:
+    if done is not None:
+        done(solutions)
+    return solutions
 
 
 def solve_all(norms: list, problems: list, cfg: SolverConfig, device: str = "cpu") -> list[dict]:

@@ -11,7 +11,6 @@ Plain functions over a validated RunConfig; Hydra is only in run.py.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -27,6 +26,7 @@ from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.gd.diverged import diverged_tables
 from attnsvm.experiments.gd.limits import classify
 from attnsvm.experiments.gd.svms import opt_svm_columns, seed_mask, seed_status, solve_svms
+from attnsvm.parallel import shares_of, spread
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
 from attnsvm.results.stack import stack
@@ -273,15 +273,13 @@ def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, 
         report.start_analysis()
     rows, trajs, extra = [], [], {}
 
-    def analysed(r: int):
-        row_tr = analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)))
-        if report is not None:
-            report.analysed(1)
-        return row_tr
+    def analysed(share: list[int]) -> list[tuple]:
+        return [analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r))) for r in share]
 
-    with ThreadPoolExecutor(cfg.threads) as pool:  # numpy's LAPACK calls release the GIL
-        analyses = list(pool.map(analysed, range(len(seeds))))
-    for r, (row, tr) in enumerate(analyses):
+    shares = shares_of(range(len(seeds)), cfg.threads)  # forked processes (attnsvm/parallel.py)
+    hear = None if report is None else lambda k: report.analysed(len(shares[k]))
+    parts = spread(analysed, shares, cfg.threads, done=hear)
+    for r, (row, tr) in enumerate(a for part in parts for a in part):
         if cone_info is not None:
             row.update(cone_info[r], cone_converged=row["selected"] == cone_info[r]["cone_alpha"])
         row["train_seconds"] = train_seconds

@@ -58,11 +58,18 @@ def solve_svms(
     if report is not None and problems:
         report.start_svms(where, {name: len(problems) for name in names})
 
+    alone = cfg.threads <= 1  # one share: its norms report each call; else each share does
+
     def made():  # one set per worker (solve_spread): a norm may keep compiled models
         each = norms.make_norms(cfg.solver)
-        return each if report is None else [Reported(norm, report) for norm in each]
+        return each if report is None or not alone else [Reported(n, report) for n in each]
 
-    solved = norms.solve_spread(made, problems, cfg.solver, cfg.threads, cfg.device.value)
+    def done(share: list[dict]) -> None:
+        for name in names:
+            report.solved(name, len(share), sum(sols[name].seconds for sols in share))
+
+    hear = None if report is None or alone else done
+    solved = norms.solve_spread(made, problems, cfg.solver, cfg.threads, cfg.device.value, hear)
     for r, sols in zip(rs, solved, strict=True):
         for sol in sols.values():
             unmask(sol, X[r], Z[r], alphas[r], masks[r])
