@@ -135,8 +135,14 @@ def chunk(size: int, entries: int = GPU_ENTRIES) -> int:
 
 
 def _solve(dx: np.ndarray, zq: np.ndarray, device: str) -> tuple[np.ndarray, np.ndarray]:
+    dxt, zqt = (torch.as_tensor(t, dtype=torch.float64, device=device) for t in (dx, zq))
+    W, ok = solve_tensors(dxt, zqt)
+    return W.cpu().numpy(), ok.cpu().numpy()
+
+
+def solve_tensors(dxt: torch.Tensor, zqt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``fro_svm_batch`` of float64 tensors (B, m, d) on their own device, in one call."""
     with one_thread():
-        dxt, zqt = (torch.as_tensor(t, dtype=torch.float64, device=device) for t in (dx, zq))
         G = gram(dxt, zqt)
         scale = G.diagonal(dim1=-2, dim2=-1).amax(-1)  # (B,) the largest |A_j|^2
         ok = scale > 0
@@ -145,4 +151,4 @@ def _solve(dx: np.ndarray, zq: np.ndarray, device: str) -> tuple[np.ndarray, np.
         ok = ok & ended & certified(Gs, u)
         mu = u / torch.where(ok, scale, 1.0)[:, None]  # the dual of the unscaled problem
         W = batchops.matmul((dxt * mu[:, :, None]).transpose(-1, -2), zqt)  # sum_j mu_j dx_j z_j^T
-    return W.cpu().numpy(), ok.cpu().numpy()
+    return W, ok

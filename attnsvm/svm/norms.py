@@ -23,14 +23,16 @@ import time
 import numpy as np
 
 from attnsvm.config.checks import ConfigError
-from attnsvm.config.enums import Backend
+from attnsvm.config.enums import Backend, FroMethod
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import SolverConfig
 from attnsvm.parallel import shares_of, spread
-from attnsvm.svm import cvx
+from attnsvm.svm import cvx, device_batch
 from attnsvm.svm import solve as svm
+from attnsvm.svm.fro_batch import BATCHED
 from attnsvm.svm.norm_names import BUILTIN as NAMES
 from attnsvm.svm.norm_names import lp_exponent, norm_names
+from attnsvm.svm.nuclear_ipm import WORKING_SET_M
 
 
 def column(name: str) -> str:
@@ -45,7 +47,10 @@ class Frobenius:
     on_device = True  # solve_all passes the job's device: the batch runs there
 
     def solve(self, problems, cfg: SolverConfig, device: str = "cpu") -> list[svm.SVMSolution]:
-        return svm.w_mm_batch(problems, cfg, device)
+        if device == "cpu" or cfg.frobenius == FroMethod.cvxpy:
+            return svm.w_mm_batch(problems, cfg, device)
+        pre = _on_device(problems, cfg, device, "fro")
+        return _rest(pre, lambda ks: svm.w_mm_batch([problems[k] for k in ks], cfg, device))
 
     def value(self, W: np.ndarray) -> np.ndarray:
         if W.ndim == 2:  # np.linalg.norm's own (dot-product) sum, as norm_fro always had
@@ -61,13 +66,48 @@ class Nuclear:
     on_device = True  # and the job's device: the interior point runs there
 
     def solve(self, problems, cfg: SolverConfig, fro=None, device="cpu") -> list[svm.SVMSolution]:
+        if cfg.backend == Backend.IPM and device == "cpu":
+            return svm.w_mm_nuc_batch(problems, cfg, [True] * len(problems), fro, device)
         if cfg.backend == Backend.IPM:
-            feasible = [True] * len(problems)
-            return svm.w_mm_nuc_batch(problems, cfg, feasible, fro, device)
+            pre = _on_device(problems, cfg, device, "nuc", most=WORKING_SET_M)
+            return _rest(
+                pre,
+                lambda ks: svm.w_mm_nuc_batch(
+                    [problems[k] for k in ks], cfg, [True] * len(ks),
+                    [fro[k] for k in ks] if fro else None, device,
+                ),
+            )  # fmt: skip
         return [svm.w_mm_nuc(X, Z, alpha, cfg) for X, Z, alpha in problems]
 
     def value(self, W: np.ndarray) -> np.ndarray:
         return np.linalg.norm(W, "nuc", axis=(-2, -1))
+
+
+def _on_device(problems, cfg: SolverConfig, device: str, norm: str, most=np.inf) -> list:
+    """The SVMs ``norm`` of ``problems`` that the GPU batch certified (device_batch.py),
+    None where it did not (or an instance has ``most`` constraints or more)."""
+    t0 = time.perf_counter()
+    out: list[svm.SVMSolution | None] = [None] * len(problems)
+    for (n, T, _), ks in device_batch.groups(problems).items():
+        if n == 0 or T < 2 or n * (T - 1) >= most:
+            continue
+        X, Z, alpha = device_batch.stacked(problems, ks, device)
+        for k, res in zip(ks, getattr(device_batch, norm)(X, Z, alpha, cfg), strict=True):
+            if res is not None:
+                W, margins, rank = res
+                out[k] = svm.SVMSolution(norm, svm.OPTIMAL, W, margins, rank, path=BATCHED)
+    for sol in out:
+        if sol is not None:
+            sol.seconds = (time.perf_counter() - t0) / len(problems)
+    return out
+
+
+def _rest(pre: list, solve) -> list:
+    """``pre``'s solutions, and ``solve(positions)`` where it has none."""
+    todo = [k for k, sol in enumerate(pre) if sol is None]
+    for k, sol in zip(todo, solve(todo) if todo else [], strict=True):
+        pre[k] = sol
+    return pre
 
 
 class Spectral:
@@ -207,7 +247,8 @@ def solve_spread(
     keep compiled models). Every solver's answer for an instance is independent of its batch
     mates and LAPACK runs on one thread per worker, so the bits are those of ``workers=1``.
     ``device``: solve_all's; ``done(solutions)`` runs in the caller as each share arrives."""
-    if workers <= 1 or len(problems) < 2:
+    on_gpu = device != "cpu" and all(getattr(n, "on_device", False) for n in make())
+    if workers <= 1 or len(problems) < 2 or on_gpu:  # a GPU solves all seeds in one batch
         return _noted(solve_all(make(), problems, cfg, device), done)
     shares = shares_of(range(len(problems)), workers)
     parts = spread(

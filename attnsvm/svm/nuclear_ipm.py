@@ -269,6 +269,13 @@ def _working_set(con: Constraints, start: torch.Tensor, tol, max_iter, rounds: i
 
 
 def _solve_batch(con: Constraints, tol, max_iter):
+    W, status, iters = solve_tensors(con, tol, max_iter)
+    return W.cpu().numpy(), status, iters.cpu().numpy()
+
+
+def solve_tensors(con: Constraints, tol: float, max_iter: int):
+    """W (B, p, q) on the constraints' device, a status per instance, iterations (B,): the
+    interior point on one batch, in one call."""
     nb, m, p = con.A.shape
     N = p + con.Bd.shape[-1]
     like = {"dtype": torch.float64, "device": con.A.device}
@@ -310,4 +317,4 @@ def _solve_batch(con: Constraints, tol, max_iter):
         "optimal" if ok else "solver_error" if bad else "inaccurate"
         for ok, bad in zip(done.tolist(), failed.tolist(), strict=True)
     ]
-    return W.cpu().numpy(), status, iters.cpu().numpy()
+    return W, status, iters
