@@ -193,3 +193,21 @@ def test_bench_gpu_job_without_cuda(tmp_path, monkeypatch):
     parts = sum(v for k, v in stages.items() if k.endswith("_s") and k != "job_s")
     assert {"training_s", "svms_s", "analysis_s"} <= set(stages)
     assert 0.5 * stages["job_s"] <= parts <= stages["job_s"] * 1.01
+
+
+def test_a_gpu_routine_that_gives_up_leaves_its_chunk_to_the_reference_path(monkeypatch):
+    """cuSOLVER's batched eigensolver raised on an ill-conditioned iterate (an H200, 10^5
+    seeds) and took the job down: now the chunk's instances are left uncertified (None) and
+    ``_rest`` solves them by the CPU routes."""
+    probs, cfg = problems(6, 8, 10, 6), SolverConfig()
+
+    def gives_up(*args):
+        raise torch.linalg.LinAlgError("linalg.eigh: failed to converge")
+
+    monkeypatch.setattr(fro_batch, "solve_tensors", gives_up)
+    monkeypatch.setattr(nuclear_ipm, "solve_tensors", gives_up)
+    assert norms._on_device(probs, cfg, "cpu", "fro") == [None] * 6
+    assert norms._on_device(probs, cfg, "cpu", "nuc") == [None] * 6
+    monkeypatch.undo()
+    rest = norms._rest([None] * 6, lambda ks: svm.w_mm_batch([probs[k] for k in ks], cfg))
+    assert [s.status for s in rest] == ["optimal"] * 6

@@ -85,9 +85,28 @@ def fro(X, Z, alpha, cfg: SolverConfig) -> list:
     out = []
     for s in range(0, len(X), step):
         part = slice(s, s + step)
-        W, ok = fro_batch.solve_tensors(dx[part], zq[part])
-        out += checked(W, ok, X[part], Z[part], alpha[part], cfg)
+        out += _guarded(_fro_chunk, dx[part], zq[part], X[part], Z[part], alpha[part], cfg)
     return out
+
+
+def _fro_chunk(dx, zq, X, Z, alpha, cfg):
+    return checked(*fro_batch.solve_tensors(dx, zq), X, Z, alpha, cfg)
+
+
+def _nuc_chunk(con, U, V, X, Z, alpha, cfg):
+    Wr, status, _ = nuclear_ipm.solve_tensors(con, cfg.tol, cfg.max_iters)
+    ok = torch.as_tensor([st == OPTIMAL for st in status], device=X.device)
+    return checked(U @ Wr @ V.transpose(-1, -2), ok, X, Z, alpha, cfg)
+
+
+def _guarded(solve, *args) -> list:
+    """``solve(*args)`` for a chunk of instances (X = args[-4]), or None for each where a
+    batched GPU routine gave up (torch.linalg.LinAlgError): they go to the reference path,
+    and the job goes on."""
+    try:
+        return solve(*args)
+    except torch.linalg.LinAlgError:
+        return [None] * len(args[-4])
 
 
 def _basis(A):
@@ -100,9 +119,12 @@ def _basis(A):
 def nuc(X, Z, alpha, cfg: SolverConfig) -> list:
     """W^mm_* of feasible instances: the interior point per group of reduced ranks (p, q)."""
     dx, _, rows = factors(X, Z, alpha)
-    U, p = _basis(dx)
-    V, q = _basis(Z)
     out: list = [None] * len(X)
+    try:
+        U, p = _basis(dx)
+        V, q = _basis(Z)
+    except torch.linalg.LinAlgError:
+        return out
     pq = torch.stack([p, q], -1).cpu().numpy()
     for key in {tuple(r) for r in pq} - {k for k in map(tuple, pq) if 0 in k}:
         idx = torch.as_tensor(np.nonzero((pq == key).all(-1))[0], device=X.device)
@@ -113,10 +135,8 @@ def nuc(X, Z, alpha, cfg: SolverConfig) -> list:
         for s in range(0, len(idx), step):
             part = idx[s : s + step]
             con = Constraints(a[s : s + step], b[s : s + step], rows.expand(len(part), -1))
-            Wr, status, _ = nuclear_ipm.solve_tensors(con, cfg.tol, cfg.max_iters)
-            W = Ug[s : s + step] @ Wr @ Vg[s : s + step].transpose(-1, -2)
-            ok = torch.as_tensor([st == OPTIMAL for st in status], device=X.device)
-            results = checked(W, ok, X[part], Z[part], alpha[part], cfg)
+            U_s, V_s = Ug[s : s + step], Vg[s : s + step]
+            results = _guarded(_nuc_chunk, con, U_s, V_s, X[part], Z[part], alpha[part], cfg)
             for k, res in zip(part.tolist(), results, strict=True):
                 out[k] = res
     return out

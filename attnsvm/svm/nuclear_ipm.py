@@ -50,8 +50,20 @@ def _max_step(L, D):
     """Largest alpha <= 1 with L L^T + alpha D >= 0, per instance."""
     Li_D = torch.linalg.solve_triangular(L, D, upper=False)
     S = torch.linalg.solve_triangular(L, Li_D.transpose(-1, -2), upper=False)
-    lam_min = torch.linalg.eigvalsh(sym(S))[..., 0]
+    lam_min = _eigvalsh(sym(S))[..., 0]
     return torch.where(lam_min < 0, -1 / lam_min, torch.full_like(lam_min, torch.inf))
+
+
+def _eigvalsh(S):
+    """Eigenvalues of symmetric S (B, N, N). cuSOLVER's batched solver gives up on some
+    ill-conditioned iterates near the optimum (seen on an H200: "failed to converge", error 7)
+    that LAPACK takes: those batches are done on the CPU."""
+    try:
+        return torch.linalg.eigvalsh(S)
+    except torch.linalg.LinAlgError:
+        if S.device.type == "cpu":
+            raise
+        return torch.linalg.eigvalsh(S.cpu()).to(S.device)
 
 
 def _solve_schur(Lm, rhs):
