@@ -26,12 +26,19 @@ from attnsvm.runtime import limit_threads
 
 _TASK: tuple | None = None  # (fn, shares) of the spread in progress, inherited by its children
 _ONE_AT_A_TIME = threading.Lock()
+FORK_MIN_ITEMS = 32  # seeds per worker from which the per-seed work goes to processes
 
 
 def _run(k: int):
     fn, shares = _TASK
     with limit_threads(1):
         return fn(shares[k])
+
+
+def worth_forking(items: int, workers: int) -> bool:
+    """Whether ``items`` seeds give each of ``workers`` processes enough to repay its fork
+    (~20-50 ms for a process holding torch): else threads."""
+    return items >= FORK_MIN_ITEMS * workers
 
 
 def _forkable() -> bool:

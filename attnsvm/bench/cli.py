@@ -89,7 +89,7 @@ def _stage(quick: bool) -> tuple[list, dict]:
     """The SVM-stage rows (one thread per worker) and the job-start row."""
     with threadpool_limits(limits=1):
         rows = stage.svm_stage(quick)
-    return rows, stage.job_start()
+    return rows, stage.job_start(quick=quick)
 
 
 def _only_stage(quick: bool, emit) -> str:

@@ -121,6 +121,13 @@ def _stage_rows(r: dict) -> list[str]:
             f"'import torch'` | {j['default_job']:.2f} s | {j['import_torch']:.2f} s "
             f"| {j['ratio']:.2f}× |"
         )
+    if r.get("job_start", {}).get("threads"):
+        t = r["job_start"]["threads"]
+        rows.append(
+            f"| a {t['seeds']}-seed (K,Q) job on {t['workers']} cores (`threads={t['workers']}`) "
+            f"against `threads=1`, rows {'identical' if t['identical'] else 'DIFFERENT'} "
+            f"| {t['all']:.2f} s | {t['one']:.2f} s | {t['speedup']:.2f}× |"
+        )
     return rows
 
 

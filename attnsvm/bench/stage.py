@@ -107,8 +107,9 @@ def svm_stage(quick: bool) -> list[dict]:
     return rows
 
 
-def job_start(repeats: int = 3) -> dict:
-    """Best-of-``repeats`` wall seconds of ``import torch`` and of the default job's process."""
+def job_start(repeats: int = 3, quick: bool = False) -> dict:
+    """Best-of-``repeats`` wall seconds of ``import torch`` and of the default job's process;
+    and a (K,Q) job on one thread against all cores (``threads_job``)."""
 
     def best(cmd: list[str]) -> float:
         times = []
@@ -124,7 +125,27 @@ def job_start(repeats: int = 3) -> dict:
 
     torch_s = best([sys.executable, "-c", "import torch"])
     job_s = best([sys.executable, "-m", "attnsvm.run"])
-    return {"import_torch": torch_s, "default_job": job_s, "ratio": job_s / torch_s}
+    out = {"import_torch": torch_s, "default_job": job_s, "ratio": job_s / torch_s}
+    return {**out, "threads": threads_job(64 if quick else 512)}
+
+
+def threads_job(seeds: int) -> dict:
+    """A (K,Q) job of ``seeds`` seeds in-process at threads=1 and threads=all cores: wall
+    seconds each, and whether their rows are the same bits (timing columns aside)."""
+    from attnsvm.config import RunConfig
+    from attnsvm.job import run_job
+
+    workers, walls, runs = os.cpu_count() or 1, {}, {}
+    for threads in (1, workers):
+        cfg = RunConfig(seeds=seeds, threads=threads, parameterization=ParameterizationConfig(
+            kind="kq"))  # fmt: skip
+        t0 = time.perf_counter()
+        res = run_job(cfg)
+        walls[threads] = time.perf_counter() - t0
+        runs[threads] = res.runs.drop(columns=[c for c in res.runs if "seconds" in c])
+    same = runs[1].equals(runs[workers])  # threads is no result column (config.identity)
+    return {"seeds": seeds, "workers": workers, "one": walls[1], "all": walls[workers],
+            "speedup": walls[1] / walls[workers], "identical": bool(same)}  # fmt: skip
 
 
 def emit_stage(emit, rows: list[dict], start: dict) -> None:
@@ -154,4 +175,11 @@ def emit_stage(emit, rows: list[dict], start: dict) -> None:
         f"whole process (`python -m attnsvm.run`) {start['default_job']:.2f} s: "
         f"{start['ratio']:.2f}x (best of 3 each)."
     )
+    t = start.get("threads")
+    if t:
+        emit(
+            f"A {t['seeds']}-seed (K,Q) job in-process: threads=1 {t['one']:.2f} s, "
+            f"threads={t['workers']} {t['all']:.2f} s: {t['speedup']:.2f}x; rows "
+            f"{'identical' if t['identical'] else 'DIFFER'}."
+        )
     emit()

@@ -26,7 +26,7 @@ from attnsvm.config.checks import ConfigError
 from attnsvm.config.enums import Backend, FroMethod
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import SolverConfig
-from attnsvm.parallel import shares_of, spread
+from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.svm import cvx, device_batch
 from attnsvm.svm import solve as svm
 from attnsvm.svm.fro_batch import BATCHED
@@ -255,7 +255,7 @@ def solve_spread(
         lambda share: solve_all(make(), [problems[k] for k in share], cfg, device),
         shares,
         workers,
-        processes=device == "cpu",  # a forked child cannot use CUDA
+        processes=device == "cpu" and worth_forking(len(problems), workers),  # no CUDA there
     )
     return [sols for part in parts for sols in _noted(part, done)]
 

@@ -26,7 +26,7 @@ from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.gd.diverged import diverged_tables
 from attnsvm.experiments.gd.limits import classify
 from attnsvm.experiments.gd.svms import opt_svm_columns, seed_mask, seed_status, solve_svms
-from attnsvm.parallel import shares_of, spread
+from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
 from attnsvm.results.stack import stack
@@ -278,7 +278,8 @@ def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, 
 
     shares = shares_of(range(len(seeds)), cfg.threads)  # forked processes (attnsvm/parallel.py)
     hear = None if report is None else lambda k: report.analysed(len(shares[k]))
-    parts = spread(analysed, shares, cfg.threads, done=hear)
+    forked = worth_forking(len(seeds), cfg.threads)
+    parts = spread(analysed, shares, cfg.threads, processes=forked, done=hear)
     for r, (row, tr) in enumerate(a for part in parts for a in part):
         if cone_info is not None:
             row.update(cone_info[r], cone_converged=row["selected"] == cone_info[r]["cone_alpha"])
