@@ -22,6 +22,13 @@ from .stages import Stages, detect_stages, effective_rank
 NAME = "rankdyn"
 CONFIG_GROUP = "rankdyn"
 FUSED_UNFIT = "its own batched loop records K Q^T at log-spaced checkpoints"
+READS = ("solver",)  # its SVMs' tolerances; the instances, model and step rule are its own
+INSTEAD = {
+    "optimizer.kind": "rankdyn.rule",
+    "optimizer.checkpoint_every": "rankdyn.checkpoints",
+    "parameterization.init": "rankdyn.alpha",
+    "parameterization.init_scale": "rankdyn.alpha",
+}
 
 
 def published() -> list:
