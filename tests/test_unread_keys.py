@@ -40,6 +40,7 @@ REFUSED = {  # overrides -> what the message says
         "experiment=multitoken does not read metrics.delta",
     ),
     "nexttoken": ([*NT, "head=lambda"], "experiment=nexttoken does not read head.kind"),
+    "nexttoken_dtype": ([*NT, "dtype=float32"], "experiment=nexttoken does not read dtype"),
     "gd": (["icl.N=5"], "experiment=gd does not read icl.N (read by experiment=icl)"),
     "icl_train": (["experiment=icl", "train=false"], "experiment=icl does not read train"),
 }

@@ -56,7 +56,6 @@ COMMON_READS = (
     "seed",
     "batch_size",
     "device",
-    "dtype",
     "threads",
     "engine",
     "progress_interval",

@@ -22,7 +22,7 @@ from .stages import Stages, detect_stages, effective_rank
 NAME = "rankdyn"
 CONFIG_GROUP = "rankdyn"
 FUSED_UNFIT = "its own batched loop records K Q^T at log-spaced checkpoints"
-READS = ("solver",)  # its SVMs' tolerances; the instances, model and step rule are its own
+READS = ("dtype", "solver")  # solver: its SVMs; instances, model, step rule: its own keys
 INSTEAD = {
     "optimizer.kind": "rankdyn.rule",
     "optimizer.checkpoint_every": "rankdyn.checkpoints",
