@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import attnsvm
-from attnsvm.config import DatasetConfig
+from attnsvm.config import ConfigError, DatasetConfig
 from attnsvm.data.nexttoken import make_nexttoken
 from attnsvm.experiments.nexttoken import job as nexttoken
 from attnsvm.experiments.nexttoken.train import problem, train
@@ -344,7 +344,11 @@ def test_nexttoken_keys_at_their_defaults_keep_every_other_jobs_hash():
     base = attnsvm.compose(["seeds=2"])
     same = attnsvm.compose(["seeds=2", "nexttoken.loss=nll", "dataset.graphs=cyclic"])
     assert config_hash(base) == config_hash(same)
-    assert config_hash(attnsvm.compose(["seeds=2", "nexttoken.loss=lsq2"])) != config_hash(base)
+    with pytest.raises(ConfigError, match="experiment=gd does not read nexttoken.loss"):
+        attnsvm.compose(["seeds=2", "nexttoken.loss=lsq2"])  # gd reads no nexttoken key
+    mine = ["experiment=nexttoken", "dataset=nexttoken", "seeds=2"]
+    lsq2 = config_hash(attnsvm.compose([*mine, "nexttoken.loss=lsq2"]))
+    assert lsq2 != config_hash(attnsvm.compose(mine))
 
 
 def test_published_sweeps_hold_the_published_settings():

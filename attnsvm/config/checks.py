@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import typing
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from enum import Enum
 
 SEED_LIMIT = 2**32  # seed + seeds <= this: every seeded stream (torch, numpy) takes the seed
@@ -89,4 +89,24 @@ def fill_shape(ds, shape: dict, source: str) -> dict:
                 f"{value} or null"
             )
         out[key] = value
+    return out
+
+
+def plain(obj):
+    """Dataclasses and enums as JSON-ready dicts and strings."""
+    if is_dataclass(obj):
+        return {f.name: plain(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    return obj
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1}."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(flatten(v, key + ".") if isinstance(v, dict) else {key: v})
     return out

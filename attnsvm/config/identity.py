@@ -8,37 +8,16 @@ its defaults: sweep directories written before a key existed keep their identiti
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
-from enum import Enum
 
+from attnsvm.config.checks import flatten, plain  # noqa: F401  (flatten: re-exported)
 from attnsvm.config.resolve import resolve, train_engine
 from attnsvm.data.sets import hash_neutral_defaults
 from attnsvm.experiments import builtin_names, entry, group_of, hash_neutral
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 
 NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval")
-
-
-def plain(obj):
-    """Dataclasses and enums as JSON-ready dicts and strings."""
-    if dataclasses.is_dataclass(obj):
-        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Enum):
-        return obj.value
-    if isinstance(obj, dict):
-        return {k: plain(v) for k, v in obj.items()}
-    return obj
-
-
-def flatten(d: dict, prefix: str = "") -> dict:
-    """{"a": {"b": 1}} -> {"a.b": 1}."""
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        out.update(flatten(v, key + ".") if isinstance(v, dict) else {key: v})
-    return out
 
 
 # Keys added after results were first written: at these defaults they change no number, so

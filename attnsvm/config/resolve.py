@@ -19,7 +19,7 @@ from enum import Enum
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Engine, Head, Optimizer, Parameterization
 from attnsvm.config.plugins import load_object
-from attnsvm.config.rules import RULES, check_reads
+from attnsvm.config.rules import RULES, check_reads, check_unread
 from attnsvm.config.schema import DatasetBase, RunConfig
 from attnsvm.experiments import entry, group_of, with_groups
 
@@ -73,6 +73,7 @@ def resolve(run: RunConfig) -> RunConfig:
         return run
     module = entry(run.experiment)
     run = with_groups(copy.deepcopy(run))
+    check_unread(run, module)  # before any key it does not read is resolved or checked
     run.dataset = resolve_dataset(run.dataset)
     run.optimizer.kind = _plugin(run.optimizer.kind, Optimizer, "optimizer.kind")
     run.head.kind = _plugin(run.head.kind, Head, "head.kind")

@@ -1,13 +1,16 @@
 """Rules across config groups that hold for every experiment; an experiment adds its own
-(``check`` in its package) and declares which optional options it reads (``READS``) and which
-data sets only it reads (``DATASETS``): attnsvm/experiments/__init__.py.
+(``check`` in its package) and declares which core groups and keys it reads (``READS``) and which
+data sets only it reads (``DATASETS``): attnsvm/experiments/__init__.py. A key it does not read
+is refused away from its default (``check_unread``): a row never records a value that did not act.
 
 Each rule takes the run being resolved and raises a ConfigError naming the key and what to do.
 """
 
 from __future__ import annotations
 
-from attnsvm.config.checks import ConfigError, plain_name
+from functools import cache
+
+from attnsvm.config.checks import ConfigError, flatten, plain, plain_name
 from attnsvm.config.enums import (
     W_ONLY_OPTIMIZERS,
     Attention,
@@ -16,7 +19,19 @@ from attnsvm.config.enums import (
     Init,
     Parameterization,
 )
-from attnsvm.experiments import OPTIONAL_READS, builtin_names, dataset_owners, entry, name_of, reads
+from attnsvm.experiments import (
+    OPTIONAL_READS,
+    builtin_names,
+    dataset_owners,
+    entry,
+    group_of,
+    instead,
+    name_of,
+    read_groups,
+    reads,
+    reads_key,
+    run_config_class,
+)
 
 
 def w_only_optimizers(run) -> None:
@@ -147,3 +162,38 @@ def check_reads(run, module) -> None:
             f"dataset={run.dataset.generator.value} is read by experiment={owner} only; got "
             f"experiment={name}: set experiment={owner}"
         )
+
+
+@cache
+def _defaults() -> dict:
+    """Every config key at its default (conf/config.yaml composes the schema's defaults)."""
+    return flatten(plain(run_config_class()()))
+
+
+def check_unread(run, module) -> None:
+    """Refuse every key the experiment does not read (``READS``) set away from its default,
+    naming what it reads instead. OPTIONAL_READS keys have their own check (``check_reads``)."""
+    defaults, name = _defaults(), name_of(module)
+    keys = flatten(plain(run))
+    unread = [
+        k
+        for k in dict.fromkeys([*keys, *defaults])
+        if k not in OPTIONAL_READS and keys.get(k) != defaults.get(k) and not reads_key(module, k)
+    ]
+    if not unread:
+        return
+    got = ", ".join(f"{k}={keys.get(k)}" for k in unread)
+    mapped = [f"{instead(module, k)}, not {k}" for k in unread if instead(module, k)]
+    owners = {group_of(m): name_of(m) for m in map(entry, builtin_names())}
+    other = [
+        f"{k} (read by experiment={owners[k.split('.')[0]]})" if k.split(".")[0] in owners else k
+        for k in unread
+        if not instead(module, k)
+    ]
+    said = [f"reads {'; '.join(mapped)}"] if mapped else []
+    said += [f"does not read {', '.join(other)}"] if other else []
+    mine = ", ".join(k for k in read_groups(module) if k != "experiment")
+    raise ConfigError(
+        f"experiment={name} {' and '.join(said)} (got {got}): drop "
+        f"{'it' if len(unread) == 1 else 'them'}; experiment={name} reads {mine}"
+    )

@@ -11,7 +11,13 @@ Both are the same kind of entry, a module that declares what it is and what it n
     def summary_text(runs, seconds) -> str            # printed after the run
     def figures(runs, trajectory, out_dir, sweep=None) -> list  # optional: aggregate draws
     def check(run) -> None           # optional: rules across groups, raising ConfigError
-    READS = {"head.train", ...}      # optional: core options beyond the common ones it reads
+    READS = ("solver", "metrics.epsilon")  # the core groups and keys it reads, beyond its own
+                                     #   group and COMMON_READS; an OPTIONAL_READS key only
+                                     #   by its name; ("*",): every core key (gd); without
+                                     #   READS (your own module): every core group
+    INSTEAD = {"optimizer.kind": "icl.optimizer"}  # optional: its key read in place of a core
+                                     #   key it does not read (default: the same name in its
+                                     #   group; for <group>.kind, its key named <group>)
     DATASETS = ("nexttoken",)        # optional: data sets only it reads
     FUSED_UNFIT = "why"              # optional: why its training cannot use the fused kernel
     HASH_NEUTRAL = True              # its group enters the job hash only when not default
@@ -42,6 +48,18 @@ from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 from attnsvm.svm.norm_names import FEASIBILITY
 
 PROTOCOL = ("run_job", "summary_text")
+# the run keys the core reads for every experiment; any other key a user sets must be one the
+# experiment declares it reads (READS), else it is refused at composition (config/rules.py)
+COMMON_READS = (
+    "experiment",
+    "seeds",
+    "seed",
+    "batch_size",
+    "device",
+    "threads",
+    "engine",
+    "progress_interval",
+)
 # options of the core groups that only some experiments read: a non-default value elsewhere is
 # refused at composition (key -> its default, as the resolved config holds it)
 OPTIONAL_READS = {  # key -> the values that mean "not used"
@@ -114,6 +132,51 @@ def reads(module: ModuleType) -> set[str]:
     """Options of OPTIONAL_READS the experiment reads ("*": all of them)."""
     got = set(getattr(module, "READS", ()))
     return set(OPTIONAL_READS) if "*" in got else got
+
+
+def reads_key(module: ModuleType, key: str) -> bool:
+    """Whether the experiment reads the dotted config ``key`` (an OPTIONAL_READS key is read
+    only where named: ``reads``)."""
+    top = key.split(".")[0]
+    if top == group_of(module) or top in COMMON_READS:
+        return True
+    if top in config_groups():  # another experiment's group
+        return False
+    got = getattr(module, "READS", None)
+    if got is None or "*" in got:
+        return True
+    return any(key == r or key.startswith(r + ".") for r in got)
+
+
+def read_groups(module: ModuleType) -> list[str]:
+    """What the experiment reads, for a message: its group, the core groups (``group.*``) and
+    keys it declares, the common run keys."""
+    from attnsvm.config.schema import RunConfig
+
+    core = dataclasses.fields(RunConfig)
+    groups = {f.name for f in core if dataclasses.is_dataclass(f.default_factory)}
+    got = getattr(module, "READS", None)
+    if got is None or "*" in got:  # every core key ("*": the optional ones too)
+        every = got is not None
+        got = [f.name for f in core if every or f.name not in OPTIONAL_READS]
+    own = [group_of(module)] if group_of(module) else []
+    mine = [f"{k}.*" if k in groups or k in own else k for k in [*own, *got]]
+    return [*mine, *(k for k in COMMON_READS if k not in mine)]
+
+
+def instead(module: ModuleType, key: str) -> str | None:
+    """The key of its own group that the experiment reads in place of core ``key``: INSTEAD's,
+    else the same name in its group (``<group>.kind``: its key named ``<group>``)."""
+    declared = getattr(module, "INSTEAD", {})
+    if key in declared:
+        return declared[key]
+    group = group_of(module)
+    if group is None or "." not in key:
+        return None
+    top, _, name = key.partition(".")
+    name = top if name == "kind" else name
+    names = {f.name for f in dataclasses.fields(module.Config)}
+    return f"{group}.{name}" if name in names else None
 
 
 def config_groups() -> dict[str, type]:

@@ -31,7 +31,7 @@ from omegaconf import OmegaConf
 
 from attnsvm.config.schema import CONF_MODULE
 from attnsvm.config.schema import RunConfig as CoreRunConfig
-from attnsvm.experiments import builtin_names, entry, group_of
+from attnsvm.experiments import builtin_names, entry, group_of, read_groups
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 TARGETS = {"config-reference": "configuration.md", "result-columns": "result-contract.md"}
@@ -205,8 +205,18 @@ def config_reference() -> str:
             lines += [*key_table(entry(name).Config, group), ""]
     runs = {"experiment": ", ".join(f"`{n}`" for n in sorted(builtin_names()))}
     runs["experiment"] += ", or your module's import path"
-    lines += ["### Run-level keys", "", *key_table(CoreRunConfig, "", runs)]
-    return "\n".join(lines)
+    lines += ["### Run-level keys", "", *key_table(CoreRunConfig, "", runs), ""]
+    return "\n".join([*lines, *experiment_reads()])
+
+
+def experiment_reads() -> list[str]:
+    """What each built-in experiment reads (its ``READS``): any other key set away from its
+    default is refused at composition."""
+    lines = ["### What each experiment reads", "", "| experiment | reads |", "|---|---|"]
+    for name in sorted(builtin_names()):
+        keys = [k for k in read_groups(entry(name)) if k != "experiment"]
+        lines.append(f"| `{name}` | {', '.join(f'`{k}`' for k in keys)} |")
+    return lines
 
 
 def sweep_of(name: str) -> str | None:

@@ -105,8 +105,13 @@ def sweep_cases() -> dict[str, list[str]]:
 
 
 def shortened(overrides: list[str]) -> list[str]:
-    """Few seeds and steps; keys the case sets itself are overridden after it."""
-    return [*overrides, *SHORT]
+    """Few seeds and steps, by the keys of SHORT the case's experiment reads (a key it does
+    not read is refused); keys the case sets itself are overridden after it."""
+    import attnsvm
+    from attnsvm.experiments import entry, reads_key
+
+    module = entry(attnsvm.compose(overrides).experiment)
+    return [*overrides, *(o for o in SHORT if reads_key(module, o.partition("=")[0]))]
 
 
 def strip_timing(frame):

@@ -22,6 +22,8 @@ from .config import Config, Init, Rule, Setting
 NAME = "benign"
 CONFIG_GROUP = "benign"
 FUSED_UNFIT = "its own batched loop trains (p, v) or (W, p) on noisy labels"
+READS = ("dtype",)  # no core group: its data, model and step rule are its own keys
+INSTEAD = {"optimizer.kind": "benign.rule", "optimizer.checkpoint_every": "benign.checkpoints"}
 
 
 def published() -> list:

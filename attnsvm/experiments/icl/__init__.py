@@ -18,6 +18,8 @@ from attnsvm.experiments.icl.config import Config
 NAME = "icl"
 CONFIG_GROUP = "icl"
 FUSED_UNFIT = "linear attention on regression prompts trains in its own loop"
+READS = ("dtype",)  # no core group: its prompts, model and step rule are its own keys
+INSTEAD = {"dataset.T": "icl.N"}  # the context length
 
 
 def published() -> list:

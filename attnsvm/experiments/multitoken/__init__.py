@@ -12,6 +12,7 @@ from attnsvm.experiments.multitoken.config import MultitokenConfig
 Config = MultitokenConfig  # the entry's config group (key: NAME)
 
 NAME = "multitoken"
+READS = ("dtype", "dataset", "parameterization", "optimizer", "head", "solver")
 HASH_NEUTRAL = False  # its group was always part of the job hash: old sweeps resume
 
 

@@ -16,6 +16,8 @@ Config = NexttokenConfig  # the entry's config group (key: NAME)
 NAME = "nexttoken"
 DATASETS = ("nexttoken",)  # a vocabulary, sequences of ids and labels: read by nothing else
 FUSED_UNFIT = "its losses train in torch"
+# not dtype: it trains in float64, whatever dtype says
+READS = ("dataset", "parameterization", "optimizer", "solver", "metrics.epsilon")
 
 
 def published() -> list:

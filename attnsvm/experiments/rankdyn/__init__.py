@@ -22,6 +22,13 @@ from .stages import Stages, detect_stages, effective_rank
 NAME = "rankdyn"
 CONFIG_GROUP = "rankdyn"
 FUSED_UNFIT = "its own batched loop records K Q^T at log-spaced checkpoints"
+READS = ("dtype", "solver")  # solver: its SVMs; instances, model, step rule: its own keys
+INSTEAD = {
+    "optimizer.kind": "rankdyn.rule",
+    "optimizer.checkpoint_every": "rankdyn.checkpoints",
+    "parameterization.init": "rankdyn.alpha",
+    "parameterization.init_scale": "rankdyn.alpha",
+}
 
 
 def published() -> list:

@@ -12,6 +12,7 @@ from attnsvm.experiments.regpath.config import RegpathConfig
 Config = RegpathConfig  # the entry's config group (key: NAME)
 
 NAME = "regpath"
+READS = ("dtype", "dataset", "parameterization", "head", "solver")  # its GD: regpath.*
 HASH_NEUTRAL = False  # its group was always part of the job hash: old sweeps resume
 FUSED_UNFIT = "its projected GD runs in torch"
 
