@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -50,3 +52,34 @@ def test_shares_are_contiguous_and_cover_every_item():
         shares = parallel.shares_of(list(range(count)), workers)
         assert [x for s in shares for x in s] == list(range(count))
         assert len(shares) <= max(1, workers * 4) and all(shares)
+
+
+FORK_AFTER_CLARABEL = """
+import numpy as np, cvxpy as cp
+from attnsvm import parallel
+from attnsvm.config import SolverConfig
+from attnsvm.svm import cvx
+
+def solve(share):
+    out = []
+    for seed in share:  # large enough for Clarabel's factorisation to go parallel by default
+        A = np.random.default_rng(seed).normal(size=(400, 300))
+        X, w = cp.Variable((30, 30)), cp.Variable(300)
+        objective = cp.Minimize(cp.normNuc(X) + cp.sum_squares(A @ w - 1))
+        out.append(cvx.solve(cp.Problem(objective, [X[0, 0] >= 1]), SolverConfig(tol=1e-8))[0])
+    return out
+
+print(solve([0]))  # the parent's solve: before the fix it started Clarabel's thread pool
+print(parallel.spread(solve, [[1], [2]], workers=2))
+"""
+
+
+def test_children_solve_with_clarabel_after_the_parent_did():
+    """A child forked after the parent used Clarabel hung in its factorisation (a rayon pool
+    the child does not have); Clarabel runs on one thread (svm/cvx.py) and the children
+    finish."""
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_AFTER_CLARABEL], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[1] == "[['optimal'], ['optimal']]"

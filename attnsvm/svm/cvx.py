@@ -38,12 +38,16 @@ def solver_name(cfg: SolverConfig) -> str:
 
 
 def solver_kwargs(cfg: SolverConfig) -> dict:
-    """Tight tolerances (``cfg.tol``) and the iteration cap, in the solver's own option names."""
+    """Tight tolerances (``cfg.tol``) and the iteration cap, in the solver's own option names.
+    Clarabel on one thread (``max_threads=1``): its factorisation otherwise runs on a rayon
+    pool that ignores the job's ``threads``, and a process forked after that pool started
+    (attnsvm/parallel.py) waited on it forever (tests/test_parallel.py)."""
     t = cfg.tol
     if solver_name(cfg) == Backend.CLARABEL.value:
         return dict(
-            tol_gap_abs=t, tol_gap_rel=t, tol_feas=t, tol_ktratio=t**0.5, max_iter=cfg.max_iters
-        )
+            tol_gap_abs=t, tol_gap_rel=t, tol_feas=t, tol_ktratio=t**0.5, max_iter=cfg.max_iters,
+            max_threads=1,
+        )  # fmt: skip
     return dict(eps_abs=t, eps_rel=t, max_iters=cfg.max_iters)
 
 
