@@ -63,6 +63,10 @@ def test_a_composed_job_is_hydras(hydra_sweep, overrides):
     want = _hydra(loader, master, overrides, 7)
     got = composer.compose(overrides, 7)
     assert OmegaConf.to_yaml(got) == OmegaConf.to_yaml(want)
+    for key in ("hydra", "dataset", "optimizer"):  # the copy's node types and flags are Hydra's
+        assert OmegaConf.get_type(got, key) is OmegaConf.get_type(want, key)
+        assert OmegaConf.is_struct(got[key]) == OmegaConf.is_struct(want[key])
+    assert OmegaConf.is_struct(got) == OmegaConf.is_struct(want)
     task = OmegaConf.to_container(
         OmegaConf.masked_copy(want, [k for k in want if k != "hydra"]), resolve=True
     )
