@@ -327,7 +327,8 @@ def _tree(root):
 def test_cli_rerun_of_a_read_only_sweep_runs_when_finished_else_one_line(tmp_path):
     """A finished read-only sweep reruns: every job skipped, exit 0, nothing written (no
     multirun.yaml either); its report goes elsewhere. With a job left: one line naming the
-    directory, nothing written. Read-only as root too (sweep_dirs.read_only: chattr +i)."""
+    directory, nothing written; the dry run lists it. Read-only as root too
+    (sweep_dirs.read_only: chattr +i)."""
     from sweep_dirs import read_only
 
     where = tmp_path / "s"
@@ -337,6 +338,7 @@ def test_cli_rerun_of_a_read_only_sweep_runs_when_finished_else_one_line(tmp_pat
     with read_only(where):
         done = run_cli("dataset.d=2,3", *sweep, multirun=True, timeout=120)
         more = run_cli("dataset.d=2,3,4", *sweep, multirun=True, timeout=120)
+        dry = run_cli("dataset.d=2,3,4", *sweep, "hydra/launcher=dryrun", multirun=True)
         page = tmp_path / "page.html"
         report = subprocess.run(
             [sys.executable, "-m", "attnsvm.report", str(where), "--out", str(page)],
@@ -351,6 +353,9 @@ def test_cli_rerun_of_a_read_only_sweep_runs_when_finished_else_one_line(tmp_pat
     assert line.startswith(f"attnsvm: hydra.sweep.dir={where} is a sweep that cannot be written")
     assert "1 of its 3 jobs still to run" in line and "attnsvm.report DIR --out FILE" in line
     assert report.returncode == 0 and page.stat().st_size > 0, report.stderr
+    assert dry.returncode == 0 and "total: 1 run, 0 rerun, 2 skip, 0 invalid" in dry.stdout, (
+        dry.stdout
+    )
     assert _tree(where) == before
 
 

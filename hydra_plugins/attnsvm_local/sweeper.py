@@ -12,7 +12,8 @@ A sweep directory that cannot be written (a finished sweep made read-only, share
 archived) is planned before anything is written, with any launcher: when every job finished
 before, the sweep reports them skipped and exits 0 having written nothing (no multirun.yaml,
 no launcher started); when some job is left to run, one ``attnsvm:`` line names the directory
-and how many are left, and nothing starts.
+and how many are left, and nothing starts. A launcher that writes nothing (``WRITES_NOTHING``:
+the dry run) is launched as usual, without the multirun.yaml.
 """
 
 from __future__ import annotations
@@ -58,15 +59,30 @@ class AttnsvmSweeper(BasicSweeper):
         blocked = read_only_part(sweep_dir)
         if blocked is None:
             return super().sweep(arguments)
+        if getattr(self.launcher, "WRITES_NOTHING", False):  # the dry run: it lists the jobs
+            return self._launch_unsaved(arguments)
         self._finished_read_only(arguments, sweep_dir, blocked)
         return []
+
+    def _batches(self, arguments: list[str]) -> list[list[list[str]]]:
+        """The grid's jobs in batches, as the basic sweeper makes them."""
+        params = [*self._parse_config(), *arguments]
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        return self.split_arguments(parser.parse_overrides(params), self.max_batch_size)
+
+    def _launch_unsaved(self, arguments: list[str]) -> list:
+        """The basic sweeper's loop without its multirun.yaml."""
+        returns, first = [], 0
+        for batch in self._batches(arguments):
+            self.validate_batch_is_legal(batch)
+            returns.append(self.launcher.launch(batch, initial_job_idx=first))
+            first += len(batch)
+        return returns
 
     def _finished_read_only(self, arguments: list[str], sweep_dir: Path, blocked: Path) -> None:
         """A read-only sweep (module doc): every job planned as the local launcher plans it;
         all finished: recorded skipped for the summary; else SystemExit with one line."""
-        params = [*self._parse_config(), *arguments]
-        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        batches = self.split_arguments(parser.parse_overrides(params), self.max_batch_size)
+        batches = self._batches(arguments)
         composer = composer_for(self.hydra_context.config_loader, self.config)
         index, planned = finished_index(sweep_dir), []
         for batch in batches:
