@@ -158,13 +158,18 @@ def record_lost_job(
     """Record in job.json that a job died outside Python (a scheduler cancelled or killed it, its
     node failed): ``status: failed``, ``error``, and ``extra`` (e.g. Slurm's state). Called by the
     launcher that saw it die (hydra_plugins/attnsvm_slurm). Finished results are never touched;
-    returns the job directory written, or None when the job's results are complete."""
+    returns the job directory written, or None when the job's results are complete. ``node``:
+    the one the job's own ``running`` record names (it ran there), else ``extra``'s, else
+    this host."""
     run = to_run_config(cfg)
     chash = config_hash(run)
     if find_finished(chash, out, sweep_dir) is not None:
         return None
     out = claim_job_dir(out, chash)
     out.mkdir(parents=True, exist_ok=True)
+    ran = read_job(out)
+    if ran is not None and ran.get("config_hash") == chash and ran.get("status") == "running":
+        extra = {**extra, "node": ran.get("node") or extra.get("node")}
     write_json({**job_record(run), "status": "failed", "error": error, **extra}, out / JOB)
     log.error("job %s failed: %s (recorded in %s)", chash, error, out / JOB)
     return out

@@ -137,6 +137,7 @@ def test_a_sweep_over_two_nodes_survives_losing_one_node(tmp_path, cluster):
     lost = by_hash[running]
     assert lost["status"] == "failed" and lost.get("ray_error") in LOST, lost
     assert "ended without a result" in lost["error"], lost
+    assert lost["node"].endswith(victim.node_id), lost  # where it ran: its running record's
     for chash in finished_there:  # finished on the lost node before it went: still finished
         assert by_hash[chash]["status"] == "finished", by_hash[chash]
     finished = [j for j in jobs if j["status"] == "finished"]

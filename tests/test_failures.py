@@ -68,3 +68,27 @@ def test_single_run_that_raises_exits_nonzero_with_its_traceback_recorded(tmp_pa
     job = read_job_json(tmp_path / "run")
     assert job["status"] == "failed" and "injected failure" in job["traceback"]
     assert not (tmp_path / "run" / "runs.parquet").exists()
+
+
+def test_a_lost_job_is_recorded_on_the_node_its_running_record_names(tmp_path):
+    """A job whose node died (Ray's lost task, Slurm's failed node): the failed record names the
+    node the job's own ``running`` record named; without one, the launcher's (Ray: null)."""
+    from hydra import compose, initialize_config_dir
+
+    from attnsvm.config.compose import register_configs, to_run_config
+    from attnsvm.results.store import JOB, config_hash, job_record, write_json
+    from attnsvm.run import record_lost_job
+    from conftest import CONF_DIR
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=SMALL)
+    chash = config_hash(to_run_config(cfg))
+    ran, never = tmp_path / "0", tmp_path / "1"
+    ran.mkdir()
+    running = {**job_record(to_run_config(cfg), chash), "status": "running", "node": "h/n1"}
+    write_json(running, ran / JOB)
+    for out in (ran, never):
+        record_lost_job(cfg, out, tmp_path, "lost", ray_error="NodeDiedError", node=None)
+    assert read_job_json(ran)["node"] == "h/n1" and read_job_json(ran)["status"] == "failed"
+    assert read_job_json(never)["node"] is None and read_job_json(never)["error"] == "lost"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -30,7 +32,7 @@ from attnsvm.results.store import JOB, RUNS, TRAJECTORY, find_broken, is_finishe
 from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
-from cli_helpers import REPO, SMALL, job_dirs, read_job_json, run_cli, sweep_table
+from cli_helpers import REPO, SMALL, cli_env, job_dirs, read_job_json, run_cli, sweep_table
 
 SIZES = ["dataset.n=3", "dataset.T=4", "dataset.d=5"]
 
@@ -316,15 +318,56 @@ def test_cli_a_290_character_directory_name_is_one_line_and_leaves_nothing(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
+def _tree(root):
+    """Every path below ``root`` with its size and modification time: what a write changes."""
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in [root, *root.rglob("*")]}
+
+
 @pytest.mark.slow
-def test_cli_rerun_of_a_read_only_sweep_is_one_line_saying_how_to_read_it(tmp_path):
+def test_cli_rerun_of_a_read_only_sweep_runs_when_finished_else_one_line(tmp_path):
+    """A finished read-only sweep reruns: every job skipped, exit 0, nothing written (no
+    multirun.yaml either); its report goes elsewhere. With a job left: one line naming the
+    directory, nothing written; the dry run lists it. Read-only as root too
+    (sweep_dirs.read_only: chattr +i)."""
     from sweep_dirs import read_only
 
-    sweep = ["dataset.d=2,3", *SMALL, f"hydra.sweep.dir={tmp_path / 's'}"]
-    assert run_cli(*sweep, multirun=True).returncode == 0
-    with read_only(tmp_path / "s"):
-        res = run_cli(*sweep, multirun=True, timeout=120)
-    assert res.returncode != 0 and "Traceback" not in res.stdout, res.stdout
-    line = res.stdout.strip().splitlines()[-1]
-    assert line.startswith("attnsvm: invalid config: hydra.sweep.dir=") and "read-only" in line
-    assert "attnsvm.report DIR --out FILE" in line
+    where = tmp_path / "s"
+    sweep = [*SMALL, f"hydra.sweep.dir={where}"]
+    assert run_cli("dataset.d=2,3", *sweep, multirun=True).returncode == 0
+    before = _tree(where)
+    with read_only(where):
+        done = run_cli("dataset.d=2,3", *sweep, multirun=True, timeout=120)
+        more = run_cli("dataset.d=2,3,4", *sweep, multirun=True, timeout=120)
+        dry = run_cli("dataset.d=2,3,4", *sweep, "hydra/launcher=dryrun", multirun=True)
+        page = tmp_path / "page.html"
+        report = subprocess.run(
+            [sys.executable, "-m", "attnsvm.report", str(where), "--out", str(page)],
+            cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stdout, done.stdout
+    assert done.stdout.strip().splitlines()[-1] == (
+        "attnsvm sweep: 0 run, 2 skipped, 0 failed, 0 not started"
+    )
+    assert more.returncode != 0 and "Traceback" not in more.stdout, more.stdout
+    line = more.stdout.strip().splitlines()[-1]
+    assert line.startswith(f"attnsvm: hydra.sweep.dir={where} is a sweep that cannot be written")
+    assert "1 of its 3 jobs still to run" in line and "attnsvm.report DIR --out FILE" in line
+    assert report.returncode == 0 and page.stat().st_size > 0, report.stderr
+    assert dry.returncode == 0 and "total: 1 run, 0 rerun, 2 skip, 0 invalid" in dry.stdout, (
+        dry.stdout
+    )
+    assert _tree(where) == before
+
+
+def test_a_read_only_sweep_is_refused_at_once_for_another_sweeper(tmp_path, monkeypatch):
+    """Hydra's own sweeper writes multirun.yaml before planning: the CLI's check refuses a
+    read-only sweep for it; attnsvm's sweeper (the default) decides after planning."""
+    from attnsvm.config.input_checks import check_output_dir_overrides
+
+    (tmp_path / "multirun.yaml").write_text("{}")
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # as for a user without rights
+    given = f"hydra.sweep.dir={tmp_path}"
+    check_output_dir_overrides([given])
+    check_output_dir_overrides([given, "hydra/sweeper=attnsvm"])
+    with pytest.raises(ConfigError, match="cannot be written .* is read-only.*attnsvm.report"):
+        check_output_dir_overrides([given, "hydra/sweeper=basic"])

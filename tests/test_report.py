@@ -250,7 +250,8 @@ def test_jobs_are_in_natural_order_in_the_timings(tmp_path):
 
 def test_a_read_only_sweep_reports_elsewhere_and_writes_nothing_into_it(tmp_path, capsys):
     """No summary yet and the sweep read-only: --out FILE aggregates into a temporary folder and
-    writes the page there; without --out, one attnsvm: line saying to pass it."""
+    writes the page there; without --out, one attnsvm: line saying to pass it. aggregate --out
+    DIR writes its page beside the summary."""
     from sweep_dirs import read_only
 
     sweep = tmp_path / "s"
@@ -261,6 +262,9 @@ def test_a_read_only_sweep_reports_elsewhere_and_writes_nothing_into_it(tmp_path
     with read_only(sweep):
         assert report.main([str(sweep), "--out", str(out)]) == 0
         assert report.main([str(sweep)]) == 2
+        agg = tmp_path / "agg"
+        assert aggregate_main([str(sweep), "--out", str(agg), "--no-figures"]) == 0
+    assert (agg / "report.html").stat().st_size > 0 and (agg / "summary.csv").is_file()
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"attnsvm: {sweep} cannot be written") and "--out FILE" in err, err
     assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before

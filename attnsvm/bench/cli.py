@@ -55,7 +55,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--readme", default="", help="also rewrite this README's speed table from the results"
     )
     ap.add_argument(
-        "--only", choices=["stage"], help="only these rows (stage: the SVM stage and job start)"
+        "--only",
+        choices=["stage", "sweep"],
+        help="only these rows, nothing written (stage: the SVM stage and job start; sweep: the "
+        "sweep-overhead row, about 2 minutes)",
     )
     return ap.parse_args(argv)
 
@@ -114,6 +117,10 @@ def main(argv: list[str] | None = None) -> str:
     emit()
     if args.only == "stage":
         return _only_stage(args.quick, emit)
+    if args.only == "sweep":
+        sweep_overhead.emit_table(emit, sweep_overhead.measure(args.quick))
+        emit(f"Finished with {load()}.")
+        return ""
     res = _measure(args.quick, emit)
     report.emit_experiments(emit, res, args.quick)
     report.emit_throughput(emit, res.throughput, res.builds)

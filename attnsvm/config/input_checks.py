@@ -143,21 +143,39 @@ def _check_name_lengths(key: str, value: str, path: Path) -> None:
         )
 
 
-def _check_resumable(key: str, value: str, sweep: Path) -> None:
-    """A sweep to resume: Hydra rewrites its multirun.yaml first, so both must be writable."""
+def read_only_part(sweep: Path) -> Path | None:
+    """The first of an existing sweep directory and its multirun.yaml that cannot be written
+    (Hydra rewrites multirun.yaml before running a job), or None."""
     for path in (sweep, sweep / "multirun.yaml"):
-        if not os.access(path, os.W_OK):
-            raise ConfigError(
-                f"{key}={shown(value)} is a sweep that cannot be written ({shown(str(path))} is "
-                "read-only), so it cannot be resumed; its results read as they are: python -m "
-                "attnsvm.report DIR --out FILE, python -m attnsvm.query SQL DIR; to resume it, "
-                "make it writable or copy it"
-            )
+        if path.exists() and not os.access(path, os.W_OK):
+            return path
+    return None
+
+
+def read_only_message(key: str, value: str, path: Path, left: str = "") -> str:
+    """Why a read-only sweep cannot be resumed (``left``: e.g. ``3 of 40 jobs are left to
+    run``), and how to read it as it is."""
+    left = f": {left}" if left else ""
+    return (
+        f"{key}={shown(value)} is a sweep that cannot be written ({shown(str(path))} is "
+        f"read-only){left}, so it cannot be resumed; its results read as they are: python -m "
+        "attnsvm.report DIR --out FILE, python -m attnsvm.query SQL DIR; to resume it, make it "
+        "writable or copy it"
+    )
+
+
+def _other_sweeper(overrides: list[str]) -> bool:
+    """A sweeper other than attnsvm's is chosen: Hydra's writes multirun.yaml before planning."""
+    return any(
+        o.lstrip("+").partition("=")[0] == "hydra/sweeper" and o.partition("=")[2] != "attnsvm"
+        for o in overrides
+    )
 
 
 def check_output_dir_overrides(overrides: list[str]) -> None:
     """``hydra.run.dir`` / ``hydra.sweep.dir`` given on the command line must be creatable
-    (their nearest existing ancestor a writable directory), before Hydra tries and fails."""
+    (their nearest existing ancestor a writable directory), before Hydra tries and fails. A
+    read-only sweep to rerun is attnsvm's sweeper's to judge: it runs when nothing is left."""
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or key not in ("hydra.run.dir", "hydra.sweep.dir") or "${" in value:
@@ -165,7 +183,9 @@ def check_output_dir_overrides(overrides: list[str]) -> None:
         here = Path(value).expanduser().absolute()
         _check_name_lengths(key, value, here)
         if key == "hydra.sweep.dir" and (here / "multirun.yaml").is_file():
-            _check_resumable(key, value, here)
+            blocked = read_only_part(here) if _other_sweeper(overrides) else None
+            if blocked is not None:  # attnsvm's sweeper decides itself (sweeper.py's doc)
+                raise ConfigError(read_only_message(key, value, blocked))
             continue
         while not here.exists() and here != here.parent:
             here = here.parent

@@ -11,13 +11,16 @@ jobs are reported, never fatal. Written to ``--out`` (default ``SWEEP_DIR/summar
 * ``all_runs.parquet``: every seed's row of every job, the swept keys as columns;
 * ``summary.parquet`` / ``summary.csv``: one row per config point: seed counts, feasible and
   convergence-type counts, mean / std / count of each metric (ranks over feasible seeds only);
-* figures (PNG and PDF) chosen by what the sweep holds (``attnsvm.figures.common``).
+* figures (PNG and PDF) chosen by what the sweep holds (``attnsvm.figures.common``);
+
+and the report page ``SWEEP_DIR/report.html`` (a read-only sweep's: ``--out``'s report.html).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -350,9 +353,12 @@ def main(argv: list[str] | None = None) -> int:
     print(summary_table(summary, sweep.keys))
     for path in written:
         print(f"  wrote {path}")
-    from attnsvm.results.sweep_report import write_report
+    from attnsvm.results.sweep_report import REPORT, write_report
 
-    print(f"report: {write_report(args.sweep_dir, args.out)}")
+    page = None  # SWEEP_DIR/report.html; a read-only sweep's beside its --out summary
+    if args.out is not None and not os.access(args.sweep_dir, os.W_OK):
+        page = Path(args.out) / REPORT
+    print(f"report: {write_report(args.sweep_dir, args.out, out=page)}")
     return 0
 
 

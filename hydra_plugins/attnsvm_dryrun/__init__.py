@@ -4,7 +4,8 @@ python -m attnsvm.run -m dataset.d=2,4,8 hydra/launcher=dryrun hydra.sweep.dir=o
 
 Every job is planned exactly as the local launcher plans it (its SweepComposer and
 attnsvm.results.plan.plan_plain, milliseconds per job); the exit code is 1 when some job's
-config is invalid. The sweep directory is left as it was (a fresh one is not created).
+config is invalid. The sweep directory is left as it was (a fresh one is not created); a
+read-only one is listed too (``WRITES_NOTHING``: attnsvm's sweeper then writes no multirun.yaml).
 """
 
 import logging
@@ -34,6 +35,8 @@ ConfigStore.instance().store(
 
 
 class DryRunLauncher(Launcher):
+    WRITES_NOTHING = True  # attnsvm's sweeper launches it on a sweep it cannot write
+
     def __init__(self) -> None:
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
@@ -86,6 +89,7 @@ class DryRunLauncher(Launcher):
         if self.created is not None:
             shutil.rmtree(self.created, ignore_errors=True)
         elif self.multirun_yaml is not None:
-            saved.write_bytes(self.multirun_yaml)
+            if not saved.is_file() or saved.read_bytes() != self.multirun_yaml:
+                saved.write_bytes(self.multirun_yaml)  # a read-only sweep's was never rewritten
         else:
             saved.unlink(missing_ok=True)

@@ -7,17 +7,33 @@ groups, ``+key``, ``~key``, ``hydra.*``), and each value override is set on a co
 as Hydra sets it; any override that fails, or that is not a plain value, is composed in full,
 so the error is Hydra's own (compose.SweepComposer.check). The grid, its batches and
 ``hydra.sweeper.params`` are the basic sweeper's; the local launcher reuses the compositions.
+
+A sweep directory that cannot be written (a finished sweep made read-only, shared or
+archived) is planned before anything is written, with any launcher: when every job finished
+before, the sweep reports them skipped and exits 0 having written nothing (no multirun.yaml,
+no launcher started); when some job is left to run, one ``attnsvm:`` line names the directory
+and how many are left, and nothing starts. A launcher that writes nothing (``WRITES_NOTHING``:
+the dry run) is launched as usual, without the multirun.yaml.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from attnsvm.config.input_checks import read_only_message, read_only_part
+from attnsvm.results.plan import INVALID, SKIP, plan_plain, record_statuses
+from attnsvm.results.store import finished_index
 from hydra_plugins.attnsvm_local.compose import composer_for
+
+log = logging.getLogger("hydra_plugins.attnsvm_local")
 
 
 @dataclass
@@ -37,3 +53,58 @@ class AttnsvmSweeper(BasicSweeper):
         composer = composer_for(self.hydra_context.config_loader, self.config)
         for overrides in batch:
             composer.check(list(overrides))
+
+    def sweep(self, arguments: list[str]):
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        blocked = read_only_part(sweep_dir)
+        if blocked is None:
+            return super().sweep(arguments)
+        if getattr(self.launcher, "WRITES_NOTHING", False):  # the dry run: it lists the jobs
+            return self._launch_unsaved(arguments)
+        self._finished_read_only(arguments, sweep_dir, blocked)
+        return []
+
+    def _batches(self, arguments: list[str]) -> list[list[list[str]]]:
+        """The grid's jobs in batches, as the basic sweeper makes them."""
+        params = [*self._parse_config(), *arguments]
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        return self.split_arguments(parser.parse_overrides(params), self.max_batch_size)
+
+    def _launch_unsaved(self, arguments: list[str]) -> list:
+        """The basic sweeper's loop without its multirun.yaml."""
+        returns, first = [], 0
+        for batch in self._batches(arguments):
+            self.validate_batch_is_legal(batch)
+            returns.append(self.launcher.launch(batch, initial_job_idx=first))
+            first += len(batch)
+        return returns
+
+    def _finished_read_only(self, arguments: list[str], sweep_dir: Path, blocked: Path) -> None:
+        """A read-only sweep (module doc): every job planned as the local launcher plans it;
+        all finished: recorded skipped for the summary; else SystemExit with one line."""
+        batches = self._batches(arguments)
+        composer = composer_for(self.hydra_context.config_loader, self.config)
+        index, planned = finished_index(sweep_dir), []
+        for batch in batches:
+            self.validate_batch_is_legal(batch)
+            for overrides in batch:
+                num = len(planned)
+                plain, out = composer.plan_inputs(list(overrides), num, sweep_dir)
+                label = " ".join(overrides)
+                planned.append(plan_plain(plain, num, out, sweep_dir, label, index))
+        HydraConfig.instance().set_config(self.config)
+        invalid = [j for j in planned if j.action == INVALID]
+        if invalid:
+            where = "; ".join(f"job #{j.num} [{j.overrides}]: {j.note}" for j in invalid)
+            raise SystemExit(f"attnsvm: invalid config: {where} (no job was started)")
+        left = sum(j.action != SKIP for j in planned)
+        if left:
+            what = f"{left} of its {len(planned)} jobs still to run (nothing was started)"
+            msg = read_only_message("hydra.sweep.dir", str(sweep_dir), blocked, what)
+            raise SystemExit(f"attnsvm: {msg}")
+        log.info(
+            "%d jobs in %s (read-only): all finished before, nothing written",
+            len(planned),
+            sweep_dir,
+        )
+        record_statuses(["skipped"] * len(planned))
