@@ -15,6 +15,7 @@ import logging
 import shutil
 import sys
 import traceback
+from importlib import resources
 from pathlib import Path
 
 import hydra
@@ -24,7 +25,7 @@ from omegaconf import DictConfig
 
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.compose import check_override_keys, register_configs, to_run_config
-from attnsvm.config.input_checks import check_output_dir_overrides
+from attnsvm.config.input_checks import check_group_options, check_output_dir_overrides
 from attnsvm.config.schema import CONF_MODULE
 from attnsvm.data.sets import preflight
 from attnsvm.experiments import entry
@@ -219,6 +220,7 @@ def cli() -> None:
     """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra."""
     try:
         check_override_keys(sys.argv[1:])
+        check_group_options(sys.argv[1:], Path(str(resources.files(CONF_MODULE))))
         check_output_dir_overrides(sys.argv[1:])  # before Hydra fails to create them
     except ConfigError as exc:
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None

@@ -217,3 +217,18 @@ def test_invalid_sweep_point_stops_the_sweep_with_a_clear_message(tmp_path):
     assert "dataset.T=1 is invalid: accepted values are integers >= 2" in res.stdout
     assert not (tmp_path / "1").exists()  # the invalid job's directory is removed
     assert (tmp_path / "0" / "job.json").exists()
+
+
+@pytest.mark.parametrize("override", ["dataset=nope", "dataset=random,nope", "+sweeps=nope"])
+def test_a_misspelt_group_option_on_the_command_line_is_one_line(override, tmp_path):
+    """``python -m attnsvm.run dataset=nope``: the group's options in one line and exit 1, not
+    Hydra's message with its config search path; nothing written."""
+    done = run_cli(override, f"hydra.run.dir={tmp_path}/run", timeout=120)
+    group = override.lstrip("+").partition("=")[0]
+    options = ", ".join(sorted(p.stem for p in (REPO / "conf" / group).glob("*.yaml")))
+    assert done.returncode == 1
+    assert done.stdout.strip().splitlines() == [
+        f"attnsvm: invalid config: {override}: no option 'nope' in group '{group}'; "
+        f"accepted: {options}"
+    ]
+    assert not (tmp_path / "run").exists()

@@ -195,3 +195,22 @@ def check_output_dir_overrides(overrides: list[str]) -> None:
                 f"{key}={shown(value)} cannot be created: {shown(str(here))} is {why}; "
                 "accepted: a directory you can write"
             )
+
+
+def check_group_options(overrides: list[str], conf: Path) -> None:
+    """A ``group=option`` override whose option is not a config of the group (under ``conf``,
+    the config package): one error naming the accepted options, before Hydra prints its own
+    with its config search path. Each value of a comma list is checked; sweep functions
+    (``choice(...)``) and Hydra's own groups are left to Hydra."""
+    for override in overrides:
+        key, eq, value = override.lstrip("+~").partition("=")
+        folder = conf / key
+        if not eq or key.startswith("hydra") or "(" in value or not folder.is_dir():
+            continue
+        options = sorted(p.stem for p in folder.glob("*.yaml"))
+        for name in value.split(","):
+            if name and name not in options:
+                raise ConfigError(
+                    f"{override}: no option {name!r} in group '{key}'; accepted: "
+                    + (", ".join(options) or "none")
+                )
