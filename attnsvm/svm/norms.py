@@ -250,7 +250,7 @@ def solve_spread(
     on_gpu = device != "cpu" and all(getattr(n, "on_device", False) for n in make())
     if workers <= 1 or len(problems) < 2 or on_gpu:  # a GPU solves all seeds in one batch
         return _noted(solve_all(make(), problems, cfg, device), done)
-    shares = shares_of(range(len(problems)), workers)
+    shares = shares_of(range(len(problems)), workers, per_worker=1)  # batched solvers: big shares
     parts = spread(
         lambda share: solve_all(make(), [problems[k] for k in share], cfg, device),
         shares,
