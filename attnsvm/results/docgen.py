@@ -236,7 +236,8 @@ def tiny_overrides(name: str) -> list[str]:
     if group is not None:
         keys = {f.name for f in dataclasses.fields(entry(name).Config)}
         out += [f"{group}.{k}={v}" for k, v in TINY.items() if k in keys]
-    return [*out, *TINY_RUN]
+    reads = read_groups(entry(name))  # a key the experiment does not read is refused
+    return [*out, *(o for o in TINY_RUN if "." not in o or o.split(".")[0] + ".*" in reads)]
 
 
 def job_columns(name: str, where: Path) -> dict[str, list[str]]:
