@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnsvm.results.stack import stack
+from attnsvm.results.stack import stack, with_constants
 
 
 def _table(rng, seed: int, kind: int) -> dict:
@@ -34,3 +34,24 @@ def test_stack_is_the_concat_of_a_frame_each(kinds):
 def test_no_tables_give_the_empty_columns():
     empty = {"seed": [], "step": []}
     pd.testing.assert_frame_equal(stack([], empty), pd.DataFrame(empty))
+
+
+CONSTANTS = {"n": 6, "lr": 0.1, "kind": "kq", "train": True, "init": None, "seed": 3}
+
+
+@pytest.mark.parametrize("length", [0, 1, 5])
+def test_with_constants_is_assign(length):
+    """The same frame as df.assign(**columns): new columns appended in order, a present one
+    (seed) replaced where it stands, dtypes inferred from the scalars, also for no rows."""
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame(
+        {
+            "seed": np.arange(length, dtype=np.int64),
+            "corr": rng.random(length),
+            "status": pd.Series(["ok"] * length, dtype=object),
+        }
+    )
+    made, want = with_constants(df, CONSTANTS), df.assign(**CONSTANTS)
+    pd.testing.assert_frame_equal(made, want, check_exact=True)
+    assert list(made.columns) == list(want.columns) and made.dtypes.equals(want.dtypes)
+    assert with_constants(df, {}) is df

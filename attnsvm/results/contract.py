@@ -13,6 +13,7 @@ import pandas as pd
 
 from attnsvm.config.identity import config_hash, flatten, neutral_groups, plain
 from attnsvm.config.resolve import train_engine
+from attnsvm.results.stack import with_constants
 
 
 @dataclass
@@ -69,7 +70,7 @@ def finish(run, result: JobResult) -> JobResult:
         return result
     chash = config_hash(run)
     cols = {**config_columns(run), "config_hash": chash}
-    runs = result.runs.assign(**{k: v for k, v in cols.items() if k not in result.runs})
+    runs = with_constants(result.runs, {k: v for k, v in cols.items() if k not in result.runs})
     trajectory = result.trajectory.assign(config_hash=chash)
     return JobResult(runs, trajectory, chash, result.seconds, result.extra)
 

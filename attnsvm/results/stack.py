@@ -59,3 +59,16 @@ def stack(tables: list[dict], empty: dict | None = None) -> pd.DataFrame:
         return frames[0]
     order = np.argsort(np.concatenate(rows), kind="stable")
     return pd.concat(frames, ignore_index=True).take(order).reset_index(drop=True)
+
+
+def with_constants(df: pd.DataFrame, columns: dict) -> pd.DataFrame:
+    """``df.assign(**columns)`` for scalar ``columns`` (the config columns every row carries),
+    the same frame (order, dtypes, values), made in one step: assign inserts one column at a
+    time, 0.1-0.2 s for a job's ~80 config columns, more than a small job computes."""
+    if not columns:
+        return df
+    present = {k: v for k, v in columns.items() if k in df.columns}  # replaced where they stand
+    if present:
+        df = df.assign(**present)
+    new = {k: v for k, v in columns.items() if k not in df.columns}
+    return pd.concat([df, pd.DataFrame(new, index=df.index)], axis=1) if new else df

@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 
 import attnsvm.experiments.benign.data as data
+from attnsvm.results.stack import with_constants
 
 from .config import Config, Setting
 from .svm import solve_seed
@@ -155,6 +156,6 @@ def run_job(run, progress=None):
     if progress is not None:
         progress(len(seeds), len(seeds))
     cols = config_columns(cfg)
-    runs = pd.DataFrame(rows).assign(**{k: v for k, v in cols.items() if k != "bayes_acc"})
-    trajectory = pd.concat(trajs, ignore_index=True).assign(**cols)
+    runs = with_constants(pd.DataFrame(rows), {k: v for k, v in cols.items() if k != "bayes_acc"})
+    trajectory = with_constants(pd.concat(trajs, ignore_index=True), cols)
     return JobResult(runs, trajectory, "", time.perf_counter() - t0)

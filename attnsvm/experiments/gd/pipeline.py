@@ -29,7 +29,7 @@ from attnsvm.experiments.gd.svms import opt_svm_columns, seed_mask, seed_status,
 from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
-from attnsvm.results.stack import stack
+from attnsvm.results.stack import stack, with_constants
 from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
@@ -314,10 +314,10 @@ def run_job(cfg: RunConfig, progress=None) -> JobResult:
             progress(len(rows), len(seeds))
     chash = config_hash(cfg)
     cols = {**config_columns(cfg), "config_hash": chash}
-    runs = pd.DataFrame(rows).assign(**cols)
+    runs = with_constants(pd.DataFrame(rows), cols)
     trajectory = stack(trajs, empty={"seed": [], "step": []})  # one frame, not one per seed
-    trajectory = trajectory.assign(
-        **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
+    trajectory = with_constants(
+        trajectory, {k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
     extra = {
         name: pd.concat(frames, ignore_index=True).assign(config_hash=chash)

@@ -36,6 +36,7 @@ from attnsvm.config.enums import Parameterization
 from attnsvm.config.resolve import train_engine
 from attnsvm.config.schema import RunConfig, SolverConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
+from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash
 from attnsvm.runtime import on_cpu
 from attnsvm.svm import cvx
@@ -298,7 +299,7 @@ def run_job(cfg: RunConfig, progress=None):
     kept = {row["seed"] for row in rows}
     chash = config_hash(cfg)
     cols = {**config_columns(cfg), "config_hash": chash}
-    runs = pd.DataFrame(rows).assign(**cols, seeds_tried=len(rows))
+    runs = with_constants(pd.DataFrame(rows), {**cols, "seeds_tried": len(rows)})
     trajectory = pd.concat(curves or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
     trajectory = trajectory[trajectory.seed.isin(kept)]
     trajectory = trajectory.assign(

@@ -33,6 +33,7 @@ from attnsvm.config.schema import RunConfig
 from attnsvm.data.nexttoken import make_nexttoken
 from attnsvm.experiments.nexttoken.train import problem, train
 from attnsvm.metrics import corr
+from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash, flatten, plain
 from attnsvm.svm import graph as gs
 from attnsvm.train.divergence import divergence
@@ -189,10 +190,10 @@ def run_job(cfg: RunConfig, progress=None):
     chash = config_hash(cfg)
     own = flatten({"nexttoken": plain(cfg.nexttoken)})  # at its defaults config_columns omits it
     cols = {**config_columns(cfg), **own, "config_hash": chash}
-    runs = pd.DataFrame(rows).sort_values("seed", ignore_index=True).assign(**cols)
+    runs = with_constants(pd.DataFrame(rows).sort_values("seed", ignore_index=True), cols)
     trajectory = pd.concat(curves or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
     keep = ("n", "T", "d", "dataset.K", "parameterization", "nexttoken.loss", "dataset.graphs")
-    trajectory = trajectory.assign(**{k: cols[k] for k in keep}, config_hash=chash)
+    trajectory = with_constants(trajectory, {**{k: cols[k] for k in keep}, "config_hash": chash})
     return JobResult(runs, trajectory, chash, time.perf_counter() - t0)
 
 

@@ -20,6 +20,7 @@ from attnsvm.config import DatasetConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.experiments.gd.pipeline import seed_status
 from attnsvm.results.contract import JobResult
+from attnsvm.results.stack import with_constants
 from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
 from attnsvm.train.heads import LinearHead
@@ -123,6 +124,6 @@ def run_job(run, progress=None) -> JobResult:
     if progress is not None:
         progress(len(seeds), len(seeds))
     cols = config_columns(cfg)
-    runs = pd.DataFrame(rows).assign(**cols)
-    trajectory = pd.concat(trajs, ignore_index=True).assign(**cols)
+    runs = with_constants(pd.DataFrame(rows), cols)
+    trajectory = with_constants(pd.concat(trajs, ignore_index=True), cols)
     return JobResult(runs, trajectory, "", time.perf_counter() - t0)

@@ -29,6 +29,7 @@ from attnsvm.config.enums import Parameterization
 from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.experiments.regpath.config import RegpathConfig
+from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash
 from attnsvm.svm.masked import w_mm_masked
 from attnsvm.train.batchops import matmul
@@ -348,7 +349,9 @@ def _job_result(cfg: RunConfig, rows: list[dict], trajs: list, n_seeds: int, t0:
 
     chash = config_hash(cfg)
     cols = {**config_columns(cfg), "config_hash": chash}
-    runs = pd.DataFrame(rows).assign(**cols, seconds=(time.perf_counter() - t0) / n_seeds)
+    runs = with_constants(
+        pd.DataFrame(rows), {**cols, "seconds": (time.perf_counter() - t0) / n_seeds}
+    )
     trajectory = pd.concat(trajs, ignore_index=True).assign(
         **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
