@@ -3,7 +3,8 @@
     python -m attnsvm.bench.sweep_overhead   # alone, about a minute (attnsvm.bench runs it too)
 
 The 40-job grid ``dataset.d=2..21 parameterization=w,kq seeds=2 optimizer.steps=200`` runs as a
-real sweep (``python -m attnsvm.run -m ...`` in a fresh process and a fresh sweep directory),
+real sweep (``python -m attnsvm.run -m ...`` in a fresh process and a fresh sweep directory,
+bytecode cached as Python's default: ``stage.bytecode_env``),
 once on 1 worker and once on all cores, then once more on 1 worker into the finished directory
 (every job skipped). For each: the command's wall against the sum of its jobs' ``seconds``
 (job.json: the job's own compute); planning per job (the local launcher's ``planned N jobs``
@@ -26,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from attnsvm.bench.stage import bytecode_env
+
 GRID = [
     "dataset.d=" + ",".join(str(d) for d in range(2, 22)),
     "parameterization=w,kq",
@@ -40,7 +43,7 @@ def _sweep(sweep_dir: Path, n_jobs: int) -> dict:
     cmd = [sys.executable, "-m", "attnsvm.run", "-m", *GRID]
     cmd += [f"hydra.launcher.n_jobs={n_jobs}", f"hydra.sweep.dir={sweep_dir}"]
     t0 = time.time()
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False, env=bytecode_env())
     wall = time.time() - t0
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {res.returncode}:\n{res.stderr[-2000:]}")
