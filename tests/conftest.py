@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,12 @@ REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"
 
 torch.set_num_threads(1)
+
+# The hundreds of interpreters the tests start (jobs, sweeps and their spawned workers) read
+# attnsvm's bytecode from __pycache__ as Python does by default, instead of compiling every
+# module in each, where the environment sets PYTHONDONTWRITEBYTECODE.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture
