@@ -30,7 +30,6 @@ from attnsvm.config.schema import CONF_MODULE
 from attnsvm.data.sets import preflight
 from attnsvm.experiments import entry
 from attnsvm.interrupt import JobInterrupted, interruptible
-from attnsvm.job import run_job
 from attnsvm.progress import Progress
 from attnsvm.results.store import (
     JOB,
@@ -124,6 +123,8 @@ def execute(
         try:
             write_json({**job, "status": "running"}, out / JOB)
             try:
+                from attnsvm.job import run_job  # torch: not in a sweep's own process
+
                 with Progress(run.progress_interval) as report:
                     result = run_job(run, progress=report)
             except Exception as exc:

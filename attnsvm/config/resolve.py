@@ -91,7 +91,7 @@ def resolve(run: RunConfig) -> RunConfig:
 def train_engine(run: RunConfig) -> Engine | None:
     """The engine that trains: ``auto`` resolved (fused where it applies, else torch); None
     when the job trains nothing (``train=false``). The job hash uses this, not ``engine``."""
-    from attnsvm.train.fused import resolve_engine
+    from attnsvm.train.engine_choice import resolve_engine
 
     module = entry(run.experiment)
     unfit = getattr(module, "FUSED_UNFIT", None)

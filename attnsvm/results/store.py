@@ -22,8 +22,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from attnsvm.config.identity import (  # noqa: F401  (re-exported: the contract's identity)
     NON_RESULT_KEYS,
@@ -32,6 +31,9 @@ from attnsvm.config.identity import (  # noqa: F401  (re-exported: the contract'
     plain,
 )
 from attnsvm.results.integrity import verify_files
+
+if TYPE_CHECKING:  # a sweep's own process plans and records without pandas
+    import pandas as pd
 
 RUNS, TRAJECTORY, JOB = "runs.parquet", "trajectory.parquet", "job.json"
 FINISHED_INDEX = ".finished"  # in a sweep dir: one file per finished config hash
