@@ -235,9 +235,9 @@ def check_constraints(obj, prefix: str, cls: type | None = None) -> None:
         value = getattr(obj, key)
         require(constraint.check(value), _full(prefix, key), constraint.describe(), _shown(value))
     for rule in rules(cls):
-        accepted = rule.accepted + (f" = {rule.actual(obj)}" if rule.actual else "")
-        value = _shown(getattr(obj, rule.key))
-        require(rule.holds(obj), _full(prefix, rule.key), accepted, value)
+        if not rule.holds(obj):
+            accepted = rule.accepted + (f" = {rule.actual(obj)}" if rule.actual else "")
+            require(False, _full(prefix, rule.key), accepted, _shown(getattr(obj, rule.key)))
 
 
 def _shown(value):
