@@ -24,6 +24,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import Enum
+from functools import cache
 from numbers import Real
 
 from attnsvm.config.checks import coerce_enums, plain_name, require
@@ -197,8 +198,10 @@ class Rule:
     actual: Callable[[object], str] | None = None
 
 
+@cache
 def declared(cls: type) -> dict[str, Constraint]:
-    """key -> its constraint: ``cls.CONSTRAINTS``, and ``Options`` of each enum-typed key."""
+    """key -> its constraint: ``cls.CONSTRAINTS``, and ``Options`` of each enum-typed key (read
+    once per class: each sweep point's configs are checked with it)."""
     hints = typing.get_type_hints(cls)
     out: dict[str, Constraint] = {}
     for f in fields(cls):
