@@ -230,7 +230,7 @@ def _full(prefix: str, key: str) -> str:
 def check_constraints(obj, prefix: str, cls: type | None = None) -> None:
     """Check ``obj``'s keys against what ``cls`` (default: its own class) declares: enum keys
     taken by name, then each constraint, then each rule. ``prefix``: the group the user sets
-    the keys under (``icl`` for ``icl.lr``)."""
+    the keys under (``optimizer`` for ``optimizer.lr``)."""
     cls = cls or type(obj)
     if cls is type(obj):
         coerce_enums(obj, prefix)
