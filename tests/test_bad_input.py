@@ -33,7 +33,7 @@ BAD = [
     (["optimizer=md", "parameterization=kq"], ["optimizer.kind=md", "parameterization=w"]),
     (["solver.norms=[fro,frob]"], ["solver.norms='frob'", "fro, nuc", "import path"]),
     (["parameterization=qk"], ["parameterization", "kq", "w"]),
-    (["parameterization.m=0"], ["parameterization.m", "null or >= 1"]),
+    (["parameterization.m=0"], ["parameterization.m", "null or integers >= 1"]),
     (["parameterization.init=xavier"], ["parameterization.init", "torch", "zeros", "normal"]),
     (["dataset=mnist"], ["dataset", "random"]),
     (["dataset.generator=mnist"], ["dataset.generator", "random"]),
@@ -132,7 +132,7 @@ BAD = [
     (["dataset=digits", "dataset.classes=[3,3]"], ["dataset.classes", "two different digits"]),
     (["dataset=digits", "dataset.classes=[0,10]"], ["dataset.classes", "in 0-9"]),
     (["dataset=digits", "dataset.n=400"], ["dataset.n=400", "1..360", "digits 0 and 1"]),
-    (["dataset=digits", "dataset.patch=3"], ["dataset.patch", "2 or 4"]),
+    (["dataset=digits", "dataset.patch=3"], ["dataset.patch=3", "accepted values are 2, 4"]),
     (["dataset=digits", "dataset.T=8"], ["dataset.T=8", "gives T=4"]),
     # faults and extreme inputs (issue 22; files and generators: tests/test_faults.py)
     (["optimizer.lr=inf"], ["optimizer.lr=inf", "finite floats"]),

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import typing
 
 import pytest
 
-from attnsvm.config.checks import require
+from attnsvm.config.constraints import Interval, Rule, Satisfies
 from attnsvm.results import docgen
 
 FIX = "run `python -m attnsvm.results.docgen --write` and commit docs/"
@@ -43,17 +44,20 @@ def test_a_changed_reference_is_found_stale_and_rewritten(tmp_path):
 class _Toy:
     rate: float = 0.5  # how fast
     names: list[str] = dataclasses.field(default_factory=lambda: ["a"])
+    size: int = 3
 
-    def __post_init__(self) -> None:
-        require(0 < self.rate < 1, "toy.rate", "floats in (0, 1)", self.rate)
-        for key in ("names",):
-            require(bool(getattr(self, key)), f"toy.{key}", "non-empty lists", self.names)
+    CONSTRAINTS: typing.ClassVar = {
+        "rate": Interval(float, 0, 1, closed="neither"),
+        "names": Satisfies("non-empty lists", bool),
+    }
+    RULES: typing.ClassVar = (Rule("rate", "floats < 1 / size", lambda t: t.rate < 1 / t.size),)
 
 
-def test_a_key_row_holds_default_check_and_comment():
+def test_a_key_row_holds_default_declared_constraints_and_comment():
     rows = docgen.key_table(_Toy, "toy")
-    assert rows[2] == "| `toy.rate` | `0.5` | floats in (0, 1) | how fast |"
+    assert rows[2] == "| `toy.rate` | `0.5` | floats in (0, 1); floats < 1 / size | how fast |"
     assert rows[3] == '| `toy.names` | `["a"]` | non-empty lists |  |'
+    assert rows[4] == "| `toy.size` | `3` | `int` |  |"  # nothing declared: its type
 
 
 def test_splice_replaces_only_between_its_markers():

@@ -18,7 +18,8 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 CORE = ("config", "train", "svm", "results", "figures", "job.py", "metrics.py", "run.py",
         "api.py", "progress.py", "runtime.py")  # fmt: skip
-LEAVES = ("attnsvm.config.enums", "attnsvm.config.checks")  # import nothing of attnsvm
+# import nothing of attnsvm but the leaves before them (constraints.py: checks.py's require)
+LEAVES = ("attnsvm.config.enums", "attnsvm.config.checks", "attnsvm.config.constraints")
 
 
 def _name(path: Path) -> str:
@@ -140,8 +141,8 @@ def test_the_schema_is_a_leaf():
     schema = _schema_module()
     assert schema == "attnsvm.config.schema"
     assert GRAPH[schema] <= set(LEAVES), GRAPH[schema] - set(LEAVES)
-    for leaf in LEAVES:
-        assert not GRAPH[leaf], f"{leaf} imports {sorted(GRAPH[leaf])}"
+    for i, leaf in enumerate(LEAVES):
+        assert GRAPH[leaf] <= set(LEAVES[:i]), f"{leaf} imports {sorted(GRAPH[leaf])}"
 
 
 def test_no_module_over_400_lines():

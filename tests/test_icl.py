@@ -202,11 +202,11 @@ def test_fitted_two_step_pgd_beats_one_step_gamma_inverse():
 @pytest.mark.parametrize(
     "keys, message",
     [
-        (dict(spectrum="flat"), "icl.spectrum='flat': accepted identity | linear | file"),
-        (dict(parameterization="kq"), "icl.parameterization='kq': accepted merged"),
-        (dict(N=0), "icl.N=0: accepted integers >= 1"),
+        (dict(spectrum="flat"), "icl.spectrum='flat' is invalid: accepted values are identity, "),
+        (dict(parameterization="kq"), "icl.parameterization='kq' is invalid: accepted values"),
+        (dict(N=0), "icl.N=0 is invalid: accepted values are integers >= 1"),
         (dict(kappa=0.5), "icl.kappa=0.5"),
-        (dict(spectrum="file"), "icl.spectrum_file=None: accepted a path"),
+        (dict(spectrum="file"), "icl.spectrum_file=None is invalid: accepted values are a path"),
         (dict(parameterization="full", gradient="population"), "icl.gradient='population'"),
         (dict(layers=2, gradient="population"), "icl.gradient='population'"),
     ],

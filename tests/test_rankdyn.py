@@ -188,7 +188,7 @@ def test_job_tables_carry_the_contract_and_the_figures_draw(tmp_path):
 
 
 def test_a_bad_key_names_itself_and_what_is_accepted():
-    with pytest.raises(ValueError, match=r"rankdyn.rule=adam: accepted gd, ngd"):
+    with pytest.raises(ValueError, match=r"rankdyn.rule='adam' is invalid: accepted values are gd"):
         Config(rule="adam")
-    with pytest.raises(ValueError, match=r"rankdyn.rank_frac=1.5: accepted floats in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"rankdyn.rank_frac=1.5 is invalid: .* in \(0, 1\)"):
         Config(rank_frac=1.5)

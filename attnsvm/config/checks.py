@@ -1,12 +1,12 @@
 """The checks every config group uses: one error type and one message form (key=value, and
-what is accepted). A leaf: imports nothing of attnsvm.
+what is accepted). A leaf: imports nothing of attnsvm. Each key's accepted values are declared
+as data (attnsvm/config/constraints.py), which checks them through ``require``.
 
     require(lr > 0, "optimizer.lr", "floats > 0", lr)  # ConfigError: optimizer.lr=0 is invalid
 """
 
 from __future__ import annotations
 
-import math
 import typing
 from dataclasses import fields, is_dataclass
 from enum import Enum
@@ -27,17 +27,6 @@ def require(ok: bool, key: str, accepted: str, value: object) -> None:
     """The one form of a range error: key=value, and what is accepted."""
     if not ok:
         raise ConfigError(f"{key}={value!r} is invalid: accepted values are {accepted}")
-
-
-def check_finite(obj, prefix: str, keys: tuple[str, ...]) -> None:
-    """Float keys that must be finite: inf or NaN can only give non-finite training."""
-    for key in keys:
-        value = getattr(obj, key)
-        if not math.isfinite(float(value)):
-            raise ConfigError(
-                f"{prefix}.{key}={value!r} is invalid: accepted values are finite floats "
-                f"(a non-finite {key} makes every step non-finite)"
-            )
 
 
 def shown(text: str, width: int = 80) -> str:

@@ -12,15 +12,17 @@ returns a resolved copy and never mutates what it was given.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from attnsvm.config.checks import (
-    builtin_or_path,
-    check_finite,
-    check_seed_range,
-    coerce_enums,
-    plain_name,
-    require,
+from attnsvm.config.checks import builtin_or_path, check_seed_range, plain_name
+from attnsvm.config.constraints import (
+    BuiltinOrPath,
+    Interval,
+    NoneOr,
+    Rule,
+    Satisfies,
+    Several,
+    check_constraints,
 )
 from attnsvm.config.enums import (
     Attention,
@@ -40,6 +42,29 @@ from attnsvm.config.enums import (
 CONF_MODULE = "attnsvm.conf"  # the config groups Hydra composes (the repository's conf/)
 
 
+def _ints(low: int) -> Interval:
+    return Interval(int, low)
+
+
+def _unit(closed: str = "neither") -> Interval:
+    return Interval(float, 0, 1, closed=closed)
+
+
+def _square(rows) -> bool:
+    """A non-empty list of equally long lists of numbers, as many as each is long."""
+    return bool(rows) and all(
+        isinstance(r, list | tuple)
+        and len(r) == len(rows)
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in r)
+        for r in rows
+    )
+
+
+FINITE = Interval(float, finite=True)
+POSITIVE = Interval(float, 0, closed="neither", finite=True)
+NON_NEGATIVE = Interval(float, 0, finite=True)
+
+
 @dataclass
 class DatasetBase:
     """The keys every data set has. Each data set (attnsvm/data/sets/) adds its own keys and
@@ -53,18 +78,21 @@ class DatasetBase:
     query_index: int = 0  # self-attention: z_i = x_{i, query_index}
     causal: bool = False  # sequential attention: query k attends to tokens t <= k only
 
+    # null only where the data set takes the shape from the data (attnsvm/data/sets/)
+    CONSTRAINTS: ClassVar = {
+        key: NoneOr(_ints(low), silent=True) for key, low in (("n", 1), ("T", 2), ("d", 1))
+    }
+    RULES: ClassVar = (
+        Rule(
+            "query_index",
+            "integers in [-T, T)",
+            lambda ds: ds.T is None or -ds.T <= ds.query_index < ds.T,
+            actual=lambda ds: f"[{-ds.T}, {ds.T})",
+        ),
+    )
+
     def __post_init__(self) -> None:
-        coerce_enums(self, "dataset")
-        for key, low in (("n", 1), ("T", 2), ("d", 1)):
-            value = getattr(self, key)
-            require(value is None or value >= low, f"dataset.{key}", f"integers >= {low}", value)
-        if self.T is not None:
-            require(
-                -self.T <= self.query_index < self.T,
-                "dataset.query_index",
-                f"integers in [-T, T) = [{-self.T}, {self.T})",
-                self.query_index,
-            )
+        check_constraints(self, "dataset")
 
 
 @dataclass
@@ -77,28 +105,25 @@ class ParameterizationConfig:
     penalty: float = 2.220446049250313e-16  # lambda of lambda(|K|^2 + |Q|^2); float64 eps
     key_query: list[Any] | None = None  # p: M (rows) of x~ = M x; null: the data's (identity)
 
+    CONSTRAINTS: ClassVar = {
+        "m": NoneOr(_ints(1)),
+        "init_scale": POSITIVE,
+        "cone_scale": FINITE,
+        "penalty": NON_NEGATIVE,
+        "key_query": NoneOr(Satisfies("a square matrix", _square)),
+    }
+    RULES: ClassVar = (
+        Rule(
+            "key_query",
+            "null unless parameterization=p (the key-query map of the p-model)",
+            lambda c: c.key_query is None or c.kind == Parameterization.p,
+        ),
+    )
+
     def __post_init__(self) -> None:
-        coerce_enums(self, "parameterization")
+        check_constraints(self, "parameterization")
         if self.key_query is not None:
-            rows = self.key_query
-            square = bool(rows) and all(
-                isinstance(r, list | tuple)
-                and len(r) == len(rows)
-                and all(isinstance(x, int | float) and not isinstance(x, bool) for x in r)
-                for r in rows
-            )
-            require(square, "parameterization.key_query", "null or a square matrix", rows)
-            self.key_query = [[float(x) for x in r] for r in rows]
-            require(
-                self.kind == Parameterization.p,
-                "parameterization.key_query",
-                "null unless parameterization=p (the key-query map of the p-model)",
-                rows,
-            )
-        require(self.m is None or self.m >= 1, "parameterization.m", "null or >= 1", self.m)
-        require(self.init_scale > 0, "parameterization.init_scale", "floats > 0", self.init_scale)
-        require(self.penalty >= 0, "parameterization.penalty", "floats >= 0", self.penalty)
-        check_finite(self, "parameterization", ("init_scale", "cone_scale", "penalty"))
+            self.key_query = [[float(x) for x in r] for r in self.key_query]
 
 
 @dataclass
@@ -114,36 +139,25 @@ class OptimizerConfig:
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # adam
     gradient: Gradient = Gradient.exact  # exact (hand-written) | autograd (published form)
 
+    CONSTRAINTS: ClassVar = {
+        "kind": BuiltinOrPath(Optimizer),
+        "lr": POSITIVE,
+        "steps": _ints(1),
+        "eps": NON_NEGATIVE,
+        "checkpoint_every": _ints(1),
+        "betas": Several(_unit("left"), 2),
+    }
+    RULES: ClassVar = (
+        Rule(
+            "p",
+            "floats > 1 for optimizer=md (p = 1 has no mirror map), >= 1 otherwise",
+            lambda c: c.p > 1 if c.kind == Optimizer.md else c.p >= 1,
+        ),
+    )
+
     def __post_init__(self) -> None:
         self.kind = builtin_or_path(self.kind, Optimizer)
-        if not isinstance(self.gradient, Gradient):
-            accepted = ", ".join(g.value for g in Gradient)
-            require(
-                self.gradient in accepted.split(", "), "optimizer.gradient", accepted, self.gradient
-            )
-            self.gradient = Gradient(self.gradient)
-        require(
-            self.p > 1 if self.kind == Optimizer.md else self.p >= 1,
-            "optimizer.p",
-            "floats > 1 for optimizer=md (p = 1 has no mirror map), >= 1 otherwise",
-            self.p,
-        )
-        require(
-            len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas),
-            "optimizer.betas",
-            "two floats in [0, 1)",
-            self.betas,
-        )
-        require(self.lr > 0, "optimizer.lr", "floats > 0", self.lr)
-        require(self.steps >= 1, "optimizer.steps", "integers >= 1", self.steps)
-        require(self.eps >= 0, "optimizer.eps", "floats >= 0", self.eps)
-        require(
-            self.checkpoint_every >= 1,
-            "optimizer.checkpoint_every",
-            "integers >= 1",
-            self.checkpoint_every,
-        )
-        check_finite(self, "optimizer", ("lr", "eps"))
+        check_constraints(self, "optimizer")
 
 
 @dataclass
@@ -157,13 +171,18 @@ class SolverConfig:
     feas_tol: float = 1e-6  # a solution must satisfy every margin >= 1 - feas_tol
     norms: list[str] | None = None  # SVMs solved per seed; null: the default set (norm_names.py)
 
+    # solver.norms: checked at resolution against the norms' registry (attnsvm/svm/norm_names.py)
+    CONSTRAINTS: ClassVar = {
+        "tol": _unit(),
+        "max_iters": _ints(1),
+        "rank_rtol": _unit(),
+        "support_tol": _unit(),
+        "feas_tol": _unit(),
+    }
+
     def __post_init__(self) -> None:
-        coerce_enums(self, "solver")
         self.norms = None if self.norms is None else [str(n) for n in self.norms]
-        for key in ("tol", "rank_rtol", "support_tol", "feas_tol"):
-            value = getattr(self, key)
-            require(0 < value < 1, f"solver.{key}", "floats in (0, 1)", value)
-        require(self.max_iters >= 1, "solver.max_iters", "integers >= 1", self.max_iters)
+        check_constraints(self, "solver")
 
 
 @dataclass
@@ -173,16 +192,18 @@ class HeadConfig:
     kwargs: dict[str, Any] = field(default_factory=dict)  # your head's arguments
     train: bool = False  # linear head: train v jointly with the attention (its own step rule)
 
+    CONSTRAINTS: ClassVar = {"kind": BuiltinOrPath(Head), "lam": NON_NEGATIVE}
+    RULES: ClassVar = (
+        Rule(
+            "train",
+            "false, or true with head.kind=linear (the trained head is v)",
+            lambda c: not c.train or c.kind == Head.linear,
+        ),
+    )
+
     def __post_init__(self) -> None:
         self.kind = builtin_or_path(self.kind, Head)
-        require(self.lam >= 0, "head.lam", "floats >= 0", self.lam)
-        check_finite(self, "head", ("lam",))
-        require(
-            not self.train or self.kind == Head.linear,
-            "head.train",
-            "false, or true with head.kind=linear (the trained head is v)",
-            self.train,
-        )
+        check_constraints(self, "head")
 
 
 @dataclass
@@ -192,12 +213,15 @@ class MetricsConfig:
     window: float = 0.5  # not converged: still moving over this last fraction of the steps ...
     gap_shrink: float = 0.1  # ... e.g. 1 - corr(W, W^mm_alpha) closed by more than this share
 
+    CONSTRAINTS: ClassVar = {
+        "delta": _unit(),
+        "epsilon": _unit(),
+        "window": _unit("right"),
+        "gap_shrink": _unit(),
+    }
+
     def __post_init__(self) -> None:
-        coerce_enums(self, "metrics")
-        require(0 < self.delta < 1, "metrics.delta", "floats in (0, 1)", self.delta)
-        require(0 < self.epsilon < 1, "metrics.epsilon", "floats in (0, 1)", self.epsilon)
-        require(0 < self.window <= 1, "metrics.window", "floats in (0, 1]", self.window)
-        require(0 < self.gap_shrink < 1, "metrics.gap_shrink", "floats in (0, 1)", self.gap_shrink)
+        check_constraints(self, "metrics")
 
 
 @dataclass
@@ -223,20 +247,19 @@ class RunConfig:
     loss: Loss = Loss.logistic  # l(u) of the loss (1/n) sum_i l(Y_i f_i)
     progress_interval: float = 5.0  # seconds between progress lines of a long job (run.log)
 
+    # experiment: checked at resolution against the experiments (attnsvm/experiments/)
+    CONSTRAINTS: ClassVar = {
+        "seeds": _ints(1),
+        "seed": _ints(0),
+        "batch_size": _ints(1),
+        "threads": _ints(1),
+        "progress_interval": Interval(float, 0, noun="seconds"),
+    }
+
     def __post_init__(self) -> None:
-        coerce_enums(self, "")
         self.experiment = plain_name(self.experiment)
-        require(self.seeds >= 1, "seeds", "integers >= 1", self.seeds)
-        require(self.seed >= 0, "seed", "integers >= 0", self.seed)
+        check_constraints(self, "")
         check_seed_range(self.seed, self.seeds)
-        require(self.batch_size >= 1, "batch_size", "integers >= 1", self.batch_size)
-        require(self.threads >= 1, "threads", "integers >= 1", self.threads)
-        require(
-            self.progress_interval >= 0,
-            "progress_interval",
-            "seconds >= 0",
-            self.progress_interval,
-        )
 
     @property
     def seed_list(self) -> list[int]:

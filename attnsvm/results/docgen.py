@@ -5,8 +5,8 @@
 
 Both are read off the code, so they cannot drift from it. The reference: every group and key
 of the schema dataclasses (attnsvm/config/schema.py and each experiment's ``Config``), its
-default, what is accepted (an enum's values, the text of the check in ``__post_init__``, else
-the type) and the comment on its line; each group's options with the first sentence of their
+default, what is accepted (what its class declares: attnsvm/config/constraints.py, else the
+type) and the comment on its line; each group's options with the first sentence of their
 YAML file. The columns: those of runs.parquet and trajectory.parquet written by a tiny real job
 of each built-in experiment, at the settings of its sweep file (the first that names it).
 """
@@ -14,21 +14,18 @@ of each built-in experiment, at the settings of its sweep file (the first that n
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import inspect
 import json
 import re
-import sys
 import tempfile
-import textwrap
 import typing
-from enum import Enum
 from importlib.resources import files
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from attnsvm.config.constraints import accepted_text
 from attnsvm.config.schema import CONF_MODULE
 from attnsvm.config.schema import RunConfig as CoreRunConfig
 from attnsvm.experiments import builtin_names, entry, group_of, read_groups
@@ -56,62 +53,6 @@ def field_notes(cls: type) -> dict[str, str]:
     return {m[1]: m["note"] or "" for m in found if m}
 
 
-def _loops(node: ast.AST, env: dict) -> typing.Iterator[tuple[ast.Call, dict]]:
-    """Every call under ``node`` with the values of the enclosing ``for`` loops that run over
-    constants (``for key in ("d", "N"): check(..., key, "integers >= 1", ...)``)."""
-    if isinstance(node, ast.For):
-        try:
-            items = ast.literal_eval(node.iter)
-        except ValueError:
-            items = None
-        if items is not None:
-            target = node.target
-            names = [t.id for t in target.elts] if isinstance(target, ast.Tuple) else [target.id]
-            for item in items:
-                bound = dict(zip(names, item if len(names) > 1 else [item], strict=True))
-                for child in node.body:
-                    yield from _loops(child, {**env, **bound})
-            return
-    if isinstance(node, ast.Call):
-        yield node, env
-    for child in ast.iter_child_nodes(node):
-        yield from _loops(child, env)
-
-
-def _value(node: ast.AST, env: dict):
-    try:
-        return eval(compile(ast.Expression(node), "<check>", "eval"), {"__builtins__": {}}, env)
-    except Exception:  # an expression of ``self``: not a constant text
-        return None
-
-
-def accepted_texts(cls: type, group: str, source: str | None = None) -> dict[str, str]:
-    """key -> what its check accepts: the string argument that follows the key's name
-    (``require(ok, "solver.tol", "floats in (0, 1)", value)``) in ``cls``'s source, or in
-    ``source`` (a data set's module, whose ``check`` holds its keys' checks)."""
-    keys = {f.name for f in dataclasses.fields(cls)}
-    tree = ast.parse(textwrap.dedent(source or inspect.getsource(cls)))
-    out: dict[str, list[str]] = {}
-    for call, env in _loops(tree, {}):
-        args = [_value(a, env) for a in call.args]
-        for key, text in zip(args, args[1:], strict=False):
-            name = key.removeprefix(f"{group}.") if isinstance(key, str) else None
-            if name in keys and isinstance(text, str) and text not in out.get(name, []):
-                out.setdefault(name, []).append(text)
-    return {name: "; ".join(texts) for name, texts in out.items()}
-
-
-def _choices(cls: type, name: str, hint) -> str | None:
-    """An enum's values; with ``builtin_or_path`` also your own import path."""
-    source = inspect.getsource(cls)
-    plugin = re.search(rf"builtin_or_path\(self\.{name}, (\w+)\)", source)
-    kind = vars(sys.modules[cls.__module__]).get(plugin[1]) if plugin else hint
-    if not (isinstance(kind, type) and issubclass(kind, Enum)):
-        return None
-    values = ", ".join(f"`{e.value}`" for e in kind)
-    return f"{values}, or your `module.function`" if plugin else values
-
-
 def _default(f: dataclasses.Field) -> str:
     value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
     value = getattr(value, "value", value)
@@ -119,24 +60,21 @@ def _default(f: dataclasses.Field) -> str:
 
 
 def key_table(
-    cls: type,
-    group: str,
-    extra: dict[str, str] | None = None,
-    made: type | None = None,
-    source: str | None = None,
+    cls: type, group: str, extra: dict[str, str] | None = None, made: type | None = None
 ) -> list[str]:
     """One row per key of ``cls`` (nested groups left out): key, default, accepted, meaning.
-    ``made``: the class made from ``cls`` whose defaults and types users get (DatasetConfig
-    from DatasetBase); ``source``: where the keys' checks are written (default: ``cls``)."""
+    What a key accepts is what ``cls`` declares (its ``CONSTRAINTS``, ``RULES`` and enum
+    types: attnsvm/config/constraints.py), else ``extra``'s text, else its type. ``made``: the
+    class made from ``cls`` whose defaults and types users get (DatasetConfig from
+    DatasetBase)."""
     made = made or cls
     hints, notes = typing.get_type_hints(made), field_notes(cls)
-    checks = {**accepted_texts(cls, group, source), **(extra or {})}
     defaults = {f.name: f for f in dataclasses.fields(made)}
     rows = ["| key | default | accepted | meaning |", "|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         if dataclasses.is_dataclass(hints[f.name]):
             continue
-        said = [_choices(cls, f.name, hints[f.name]), checks.get(f.name)]
+        said = [accepted_text(made, f.name, markdown=True), (extra or {}).get(f.name)]
         accepted = "; ".join(s for s in said if s) or f"`{f.type}`"
         key = f"{group}.{f.name}" if group else f.name
         rows.append(
@@ -197,7 +135,7 @@ def config_reference() -> str:
         module = sets.entry(name)
         if getattr(module, "Config", None) is not None:
             lines += [f"### `dataset` keys read by `dataset={name}`", ""]
-            lines += [*key_table(module.Config, "dataset", source=inspect.getsource(module)), ""]
+            lines += [*key_table(module.Config, "dataset"), ""]
     for name in sorted(builtin_names()):
         group = group_of(entry(name))
         if group is not None:

@@ -15,7 +15,10 @@ in your pyproject's ``[project.entry-points."attnsvm.data_sets"]``). Each declar
                                      #   tables keep their columns; a new one leaves it out (last)
     DEFAULT = True                   # exactly one: the data set of ``DatasetConfig()``
     SHAPE_FROM_DATA = True           # optional: n, T, d may be null (taken at resolution)
-    def check(ds) -> None            # optional: its keys' values, checked at construction
+                                     # Config.CONSTRAINTS / Config.RULES (optional): what each
+                                     #   of its keys accepts, checked when it is chosen
+                                     #   (attnsvm/config/constraints.py; the docs show them)
+    def check(ds) -> None            # optional: checks beyond those, at construction
     RESOLVE = "module:function"      # optional: (ds) -> fields filled at resolution (a file's
                                      #   shape and digest); may raise ConfigError
     def check_run(run) -> None       # optional: rules across groups (seeds vs instances held)
@@ -46,6 +49,7 @@ from importlib.metadata import entry_points
 from types import ModuleType
 
 from attnsvm.config.checks import ConfigError, plain_name, require
+from attnsvm.config.constraints import check_constraints
 from attnsvm.config.plugins import later
 from attnsvm.config.schema import DatasetBase
 
@@ -143,8 +147,9 @@ def _check(ds) -> None:
     name = ds.generator.value
     module = entry(name)
     if not getattr(module, "SHAPE_FROM_DATA", False):
-        for key, low in (("n", 1), ("T", 2), ("d", 1)):
-            require(getattr(ds, key) is not None, f"dataset.{key}", f"integers >= {low}", None)
+        for key in ("n", "T", "d"):
+            accepted = DatasetBase.CONSTRAINTS[key].inner.describe()  # null: from the data only
+            require(getattr(ds, key) is not None, f"dataset.{key}", accepted, None)
     for key, (owners, f, _) in own_keys().items():
         if name not in owners and getattr(ds, key) != _default(f):
             readers = " or ".join(f"dataset={o}" for o in owners)
@@ -152,6 +157,9 @@ def _check(ds) -> None:
                 f"dataset.{key} is read by {readers} only; got dataset.generator={name}: "
                 f"set {readers}, or drop dataset.{key}"
             )
+    config = getattr(module, "Config", None)
+    if config is not None:  # its own keys: their CONSTRAINTS and RULES
+        check_constraints(ds, "dataset", config)
     check = getattr(module, "check", None)
     if check is not None:
         check(ds)

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from attnsvm.config.checks import require
+from attnsvm.config.constraints import Satisfies
 
 INSTANCES = "attnsvm.data.userdata:callable_instances"
 RESOLVE = "attnsvm.data.userdata:resolve_callable"
@@ -21,6 +21,4 @@ class Config:
     target: str | None = None  # "module.function"
     kwargs: dict[str, Any] = field(default_factory=dict)  # its keyword arguments
 
-
-def check(ds) -> None:
-    require(bool(ds.target), "dataset.target", "'module.function' names", ds.target)
+    CONSTRAINTS: ClassVar = {"target": Satisfies("'module.function' names", bool)}

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
+
+from attnsvm.config.constraints import Options, Satisfies
 
 INSTANCES = "attnsvm.data.digits:digits_instances"
 RESOLVE = "attnsvm.data.digits:resolve_dataset"
 SHAPE_FROM_DATA = True
 
 ORDER = 5  # its keys' place among the data sets' keys (columns of the runs table)
+PATCHES = (2, 4)  # patch sides that tile the 8x8 image into more than one token
+
+
+def _two_digits(c) -> bool:
+    return len(c) == 2 and c[0] != c[1] and all(0 <= x <= 9 for x in c)
 
 
 @dataclass
@@ -16,3 +24,8 @@ class Config:
     classes: list[int] = field(default_factory=lambda: [0, 1])  # Y = +1, -1
     patch: int = 4  # patch side (2 or 4): T = (8 / patch)^2 tokens
     positions: bool = False  # append the patch centre (row, col) to each token
+
+    CONSTRAINTS: ClassVar = {
+        "classes": Satisfies("two different digits in 0-9, e.g. [0, 1]", _two_digits),
+        "patch": Options(*PATCHES),
+    }

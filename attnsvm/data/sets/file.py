@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from attnsvm.config.checks import require
+from attnsvm.config.constraints import Satisfies
 
 INSTANCES = "attnsvm.data.userdata:file_instances"
 RESOLVE = "attnsvm.data.userdata:resolve_file"
@@ -19,9 +20,7 @@ class Config:
     path: str | None = None  # the .npz
     sha256: str | None = None  # the file's digest (filled in; set it to pin)
 
-
-def check(ds) -> None:
-    require(bool(ds.path), "dataset.path", "the path of an .npz file", ds.path)
+    CONSTRAINTS: ClassVar = {"path": Satisfies("the path of an .npz file", bool)}
 
 
 def check_run(run) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import ClassVar
 
 from attnsvm.config.checks import ConfigError, require
+from attnsvm.config.constraints import Interval
 
 NAME = "nexttoken"
 # no INSTANCES: its own experiment draws it (attnsvm/data/nexttoken.py: make_nexttoken)
@@ -53,11 +55,16 @@ class Config:
     ids: list[list[int]] | None = None  # your sequences (n, T), or drawn
     labels: list[int] | None = None  # your labels (n,), with dataset.ids
 
+    CONSTRAINTS: ClassVar = {
+        "K": Interval(int, 2, note="a vocabulary"),
+        "rho": Interval(float, 0, 1),
+    }
+
 
 def check(ds) -> None:
-    """Vocabulary, sequence length and your own sequences checked against each other."""
+    """Vocabulary, sequence length and your own sequences checked against each other (each
+    key's own range: ``Config.CONSTRAINTS``)."""
     K, T, d = ds.K, ds.T, ds.d
-    require(K is not None and K >= 2, "dataset.K", "integers >= 2 (a vocabulary)", K)
     if T is not None and T > K:
         raise ConfigError(
             f"dataset.T={T} > dataset.K={K}: a sequence holds T distinct ids, drawn without "
@@ -69,7 +76,6 @@ def check(ds) -> None:
             f"dataset.embedding={ds.embedding.value} needs dataset.d >= {need} "
             f"(orthonormal directions in R^d); got dataset.d={d}, dataset.K={K}"
         )
-    require(0 <= ds.rho < 1, "dataset.rho", "floats in [0, 1)", ds.rho)
     if (ds.ids is None) != (ds.labels is None):
         raise ConfigError("dataset.ids and dataset.labels go together: set both or neither")
     if ds.ids is not None:

@@ -1,5 +1,5 @@
-"""``benign.*``: the keys of experiment=benign and their checks (imports nothing of attnsvm but
-its ConfigError), so a bad value is refused at composition, naming the key and what it accepts.
+"""``benign.*``: the keys of experiment=benign and what each accepts (imports nothing of attnsvm
+but the config's constraints), so a bad value is refused at composition, naming the key.
 
 python -m attnsvm.run experiment=benign benign.setting=token_selection benign.snr=0.5
 """
@@ -7,10 +7,12 @@ python -m attnsvm.run experiment=benign benign.setting=token_selection benign.sn
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import Enum
+from typing import ClassVar
 
-from attnsvm.config.checks import ConfigError
+from attnsvm.config.constraints import Interval, NoneOr, check_constraints
+from attnsvm.config.constraints import Rule as KeyRule
 
 
 class Setting(str, Enum):
@@ -61,34 +63,45 @@ class Config:
     margin: float = 0.05  # benign: every label fit and test accuracy >= Bayes - margin
     eps: float = 2.220446049250313e-16  # ngd: g / (||g|| + eps)
 
+    CONSTRAINTS: ClassVar = {
+        "n": Interval(int, 2, note="both classes"),
+        "d": Interval(int, 1),
+        "snr": Interval(float, 0, closed="neither", finite=True),
+        "eta": Interval(float, 0, 0.5),
+        "rho": Interval(float, 0, 1),
+        "test": Interval(int, 2),
+        "lr": NoneOr(Interval(float, 0, closed="neither")),
+        "steps": NoneOr(Interval(int, 1)),
+        "checkpoints": Interval(int, 2),
+        "init_scale": Interval(float, 0),
+        "margin": Interval(float, 0, 1),
+        "eps": Interval(float, 0),
+    }
+    RULES: ClassVar = (
+        KeyRule(
+            "T",
+            "null or 2 with benign.setting=two_token",
+            lambda c: c.setting != Setting.two_token or c.T in (None, 2),
+        ),
+        KeyRule(
+            "T",
+            "null or integers >= 3 with benign.setting=token_selection",
+            lambda c: c.setting == Setting.two_token or c.T is None or c.T >= 3,
+        ),
+        KeyRule(
+            "d",
+            "integers >= 3 with benign.setting=two_token (e_1, e_2 and noise)",
+            lambda c: c.setting != Setting.two_token or c.d >= 3,
+        ),
+        KeyRule(
+            "d",
+            "integers >= 2 with benign.setting=token_selection (mu_1 = s e_1, mu_2 = s e_2)",
+            lambda c: c.setting == Setting.two_token or c.d >= 2,
+        ),
+    )
+
     def __post_init__(self) -> None:
-        for f in fields(self):
-            kind = {"setting": Setting, "rule": Rule, "init": Init}.get(f.name)
-            value = getattr(self, f.name)
-            if kind is not None and not isinstance(value, kind):
-                value = getattr(value, "value", value)
-                _require(value in {k.value for k in kind}, f.name, _names(kind), value)
-                setattr(self, f.name, kind(value))
-        for key in ("n", "d"):
-            _require(getattr(self, key) >= 1, key, "integers >= 1", getattr(self, key))
-        _require(self.steps is None or self.steps >= 1, "steps", "null or integers >= 1",
-                 self.steps)  # fmt: skip
-        _require(self.n >= 2, "n", "integers >= 2 (both classes)", self.n)
-        _require(self.test >= 2, "test", "integers >= 2", self.test)
-        _require(self.checkpoints >= 2, "checkpoints", "integers >= 2", self.checkpoints)
-        if self.setting == Setting.two_token:
-            _require(self.T in (None, 2), "T", "null or 2 with benign.setting=two_token", self.T)
-            _require(self.d >= 3, "d", "integers >= 3 (e_1, e_2 and noise)", self.d)
-        else:
-            _require(self.T is None or self.T >= 3, "T", "null or integers >= 3", self.T)
-            _require(self.d >= 2, "d", "integers >= 2 (mu_1 = s e_1, mu_2 = s e_2)", self.d)
-        _require(self.snr > 0 and math.isfinite(self.snr), "snr", "finite floats > 0", self.snr)
-        _require(0 <= self.eta < 0.5, "eta", "floats in [0, 0.5)", self.eta)
-        _require(0 <= self.rho < 1, "rho", "floats in [0, 1)", self.rho)
-        _require(self.lr is None or self.lr > 0, "lr", "null or floats > 0", self.lr)
-        _require(self.init_scale >= 0, "init_scale", "floats >= 0", self.init_scale)
-        _require(0 <= self.margin < 1, "margin", "floats in [0, 1)", self.margin)
-        _require(self.eps >= 0, "eps", "floats >= 0", self.eps)
+        check_constraints(self, "benign")
 
     @property
     def tokens(self) -> int:
@@ -114,12 +127,3 @@ class Config:
     def flips(self) -> int:
         """How many training labels are flipped."""
         return int(round(self.eta * self.n))
-
-
-def _names(kind: type[Enum]) -> str:
-    return ", ".join(k.value for k in kind)
-
-
-def _require(ok: bool, key: str, accepted: str, value: object) -> None:
-    if not ok:
-        raise ConfigError(f"benign.{key}={value}: accepted {accepted}")

@@ -1,15 +1,16 @@
-"""The ``icl.*`` keys of experiment ``icl``: a leaf schema that imports nothing of attnsvm.
+"""The ``icl.*`` keys of experiment ``icl`` and what each accepts: a leaf schema that imports
+nothing of attnsvm but the config's constraints.
 
 python -m attnsvm.run experiment=icl icl.N=40 icl.spectrum=linear icl.kappa=4
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import ClassVar
 
-from attnsvm.config.checks import ConfigError
+from attnsvm.config.constraints import Interval, Rule, Several, check_constraints
 
 
 class Spectrum(str, Enum):
@@ -39,19 +40,6 @@ class Schedule(str, Enum):
     cosine = "cosine"  # lr * (1 + cos(pi t / steps)) / 2: the last steps average the noise out
 
 
-def _check(ok: bool, key: str, accepted: str, value) -> None:
-    if not ok:
-        raise ConfigError(f"icl.{key}={value!r}: accepted {accepted}")
-
-
-def _enum(obj, key: str, kind: type[Enum]) -> None:
-    value = getattr(obj, key)
-    value = getattr(value, "value", value)
-    accepted = [e.value for e in kind]
-    _check(value in accepted, key, " | ".join(accepted), value)
-    setattr(obj, key, kind(value))
-
-
 @dataclass
 class Config:
     """In-context linear regression with linear self-attention (docs/icl.md)."""
@@ -76,41 +64,32 @@ class Config:
     test_prompts: int = 10000  # fresh test prompts per seed: icl_loss and its baselines
     fit_prompts: int = 20000  # prompts on which the L-step preconditioned-GD baseline is fitted
 
-    def __post_init__(self) -> None:
-        for key, kind in [
-            ("spectrum", Spectrum),
-            ("parameterization", Parameterization),
-            ("optimizer", Optimizer),
-            ("gradient", Gradient),
-            ("schedule", Schedule),
-        ]:
-            _enum(self, key, kind)
-        for key in ("d", "N", "layers", "steps", "batch", "checkpoint_every"):
-            _check(getattr(self, key) >= 1, key, "integers >= 1", getattr(self, key))
-        for key in ("test_prompts", "fit_prompts"):
-            _check(getattr(self, key) >= 2, key, "integers >= 2", getattr(self, key))
-        _check(self.kappa >= 1, "kappa", "floats >= 1 (eigenvalues from 1 to kappa)", self.kappa)
-        _check(self.noise >= 0, "noise", "floats >= 0 (the label noise sigma)", self.noise)
-        _check(self.init_scale >= 0, "init_scale", "floats >= 0", self.init_scale)
-        _check(0 < self.lr < math.inf, "lr", "finite floats > 0", self.lr)  # not nan, not inf
-        betas = list(self.betas)
-        _check(
-            len(betas) == 2 and all(0 <= b < 1 for b in betas),
-            "betas",
-            "two floats in [0, 1)",
-            betas,
-        )
-        _check(
-            (self.spectrum == Spectrum.file) == (self.spectrum_file is not None),
+    CONSTRAINTS: ClassVar = {
+        **{key: Interval(int, 1) for key in ("d", "N", "layers", "steps", "batch")},
+        "checkpoint_every": Interval(int, 1),
+        **{key: Interval(int, 2) for key in ("test_prompts", "fit_prompts")},
+        "kappa": Interval(float, 1, note="eigenvalues from 1 to kappa"),
+        "noise": Interval(float, 0, note="the label noise sigma"),
+        "init_scale": Interval(float, 0),
+        "lr": Interval(float, 0, closed="neither", finite=True),  # nan, inf: steps non-finite
+        "betas": Several(Interval(float, 0, 1), 2),
+    }
+    RULES: ClassVar = (
+        Rule(
             "spectrum_file",
             "a path exactly when icl.spectrum=file",
-            self.spectrum_file,
-        )
-        closed = self.layers == 1 and self.parameterization != Parameterization.full
-        _check(
-            self.gradient == Gradient.sample or closed,
+            lambda c: (c.spectrum == Spectrum.file) == (c.spectrum_file is not None),
+        ),
+        Rule(
             "gradient",
             "population only with icl.layers=1 and icl.parameterization=merged|structured "
             "(no closed form otherwise); sample",
-            self.gradient.value,
-        )
+            lambda c: (
+                c.gradient == Gradient.sample
+                or (c.layers == 1 and c.parameterization != Parameterization.full)
+            ),
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        check_constraints(self, "icl")

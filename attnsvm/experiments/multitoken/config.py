@@ -4,8 +4,9 @@ checks), so the core composes it without loading the experiment."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from attnsvm.config.checks import coerce_enums, require
+from attnsvm.config.constraints import Interval, NoneOr, Rule, check_constraints
 
 
 @dataclass
@@ -18,18 +19,20 @@ class MultitokenConfig:
     target_accepted: int | None = None  # draw and train seeds until this many are accepted
     max_tried: int = 1_000_000  # stop drawing after this many seeds, accepted or not
 
+    CONSTRAINTS: ClassVar = {
+        "threshold": Interval(float, 0, 1, closed="neither"),
+        "zero_threshold": Interval(float, 0, 1, closed="neither"),
+        "target_accepted": NoneOr(Interval(int, 1)),
+        "max_tried": Interval(int, 1),
+    }
+    RULES: ClassVar = (
+        Rule(
+            "zero_threshold",
+            "floats <= multitoken.threshold",
+            lambda c: c.zero_threshold <= c.threshold,
+            actual=lambda c: f"{c.threshold:g}",
+        ),
+    )
+
     def __post_init__(self) -> None:
-        coerce_enums(self, "multitoken")
-        require(
-            0 < self.zero_threshold <= self.threshold < 1,
-            "multitoken.zero_threshold/threshold",
-            "0 < zero_threshold <= threshold < 1",
-            (self.zero_threshold, self.threshold),
-        )
-        require(
-            self.target_accepted is None or self.target_accepted >= 1,
-            "multitoken.target_accepted",
-            "null or integers >= 1",
-            self.target_accepted,
-        )
-        require(self.max_tried >= 1, "multitoken.max_tried", "integers >= 1", self.max_tried)
+        check_constraints(self, "multitoken")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import ClassVar
 
-from attnsvm.config.checks import coerce_enums, require
+from attnsvm.config.constraints import Interval, check_constraints
 
 
 class NexttokenLoss(str, Enum):
@@ -25,11 +26,7 @@ class NexttokenConfig:
     local_threshold: float = 0.01  # selected ids C_i = {k : attention mass on k > threshold}
     nuclear: bool | None = None  # solve the nuclear graph-SVMs; null: with parameterization=kq
 
+    CONSTRAINTS: ClassVar = {"local_threshold": Interval(float, 0, 1, closed="neither")}
+
     def __post_init__(self) -> None:
-        coerce_enums(self, "nexttoken")
-        require(
-            0 < self.local_threshold < 1,
-            "nexttoken.local_threshold",
-            "floats in (0, 1)",
-            self.local_threshold,
-        )
+        check_constraints(self, "nexttoken")

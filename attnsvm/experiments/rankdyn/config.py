@@ -1,15 +1,16 @@
-"""``rankdyn.*``: the keys of experiment=rankdyn and their checks (imports nothing of attnsvm).
+"""``rankdyn.*``: the keys of experiment=rankdyn and what each accepts (imports nothing of attnsvm
+but the config's constraints).
 
 python -m attnsvm.run experiment=rankdyn rankdyn.alpha=1e-3 rankdyn.rule=gd
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import Enum
+from typing import ClassVar
 
-from attnsvm.config.checks import ConfigError
+from attnsvm.config.constraints import Interval, NoneOr, check_constraints
 
 FLOAT64_EPS = 2.220446049250313e-16
 
@@ -49,25 +50,22 @@ class Config:
     eps: float = FLOAT64_EPS  # ngd: g / (||g|| + eps), the published value
     penalty: float = FLOAT64_EPS  # lambda (|K|^2 + |Q|^2), the paper's vanishing penalty
 
+    CONSTRAINTS: ClassVar = {
+        "alpha": Interval(float, 0, closed="neither", finite=True),
+        "rank_frac": Interval(float, 0, 1, closed="neither"),
+        "lr": NoneOr(Interval(float, 0, closed="neither", finite=True)),  # nan, inf: non-finite
+        "steps": Interval(int, 1),
+        "checkpoints": Interval(int, 2),
+        "n": Interval(int, 1),
+        "T": Interval(int, 2, note="a choice between tokens"),
+        "d": Interval(int, 1),
+        "m": NoneOr(Interval(int, 1)),
+        "eps": Interval(float, 0),
+        "penalty": Interval(float, 0),
+    }
+
     def __post_init__(self) -> None:
-        for f in fields(self):
-            kind = {"parameterization": Param, "rule": Rule}.get(f.name)
-            value = getattr(self, f.name)
-            if kind is not None and not isinstance(value, kind):
-                _require(value in {k.value for k in kind}, f.name, _names(kind), value)
-                setattr(self, f.name, kind(value))
-        _require(0 < self.alpha < math.inf, "alpha", "finite floats > 0", self.alpha)
-        _require(0 < self.rank_frac < 1, "rank_frac", "floats in (0, 1)", self.rank_frac)
-        lr_ok = self.lr is None or 0 < self.lr < math.inf  # nan and inf: every step non-finite
-        _require(lr_ok, "lr", "null or finite floats > 0", self.lr)
-        _require(self.steps >= 1, "steps", "integers >= 1", self.steps)
-        _require(self.checkpoints >= 2, "checkpoints", "integers >= 2", self.checkpoints)
-        for key in ("n", "T", "d"):
-            _require(getattr(self, key) >= 1, key, "integers >= 1", getattr(self, key))
-        _require(self.T >= 2, "T", "integers >= 2 (a choice between tokens)", self.T)
-        _require(self.m is None or self.m >= 1, "m", "null or integers >= 1", self.m)
-        _require(self.eps >= 0, "eps", "floats >= 0", self.eps)
-        _require(self.penalty >= 0, "penalty", "floats >= 0", self.penalty)
+        check_constraints(self, "rankdyn")
 
     @property
     def step_size(self) -> float:
@@ -78,12 +76,3 @@ class Config:
     def width(self) -> int:
         """The width of K and Q."""
         return self.m or self.d
-
-
-def _names(kind: type[Enum]) -> str:
-    return ", ".join(k.value for k in kind)
-
-
-def _require(ok: bool, key: str, accepted: str, value: object) -> None:
-    if not ok:
-        raise ConfigError(f"rankdyn.{key}={value}: accepted {accepted}")

@@ -4,8 +4,11 @@ checks), so the core composes it without loading the experiment."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from attnsvm.config.checks import check_finite, coerce_enums, require
+from attnsvm.config.constraints import Interval, Rule, check_constraints
+
+POSITIVE = Interval(float, 0, closed="neither", finite=True)
 
 
 @dataclass
@@ -19,21 +22,22 @@ class RegpathConfig:
     lr: float = 0.1  # normalized step, relative to R
     svm_start_noise: float = 0.1  # second start: SVM direction + this relative Gaussian noise
 
+    CONSTRAINTS: ClassVar = {
+        "r_min": POSITIVE,
+        "r_max": POSITIVE,
+        "points": Interval(int, 2),
+        "steps": Interval(int, 1),
+        "lr": POSITIVE,
+        "svm_start_noise": Interval(float, 0, finite=True),
+    }
+    RULES: ClassVar = (
+        Rule(
+            "r_max",
+            "floats > regpath.r_min",
+            lambda c: c.r_max > c.r_min,
+            actual=lambda c: f"{c.r_min:g}",
+        ),
+    )
+
     def __post_init__(self) -> None:
-        coerce_enums(self, "regpath")
-        require(
-            0 < self.r_min < self.r_max,
-            "regpath.r_min/r_max",
-            "0 < r_min < r_max",
-            (self.r_min, self.r_max),
-        )
-        require(self.points >= 2, "regpath.points", "integers >= 2", self.points)
-        require(self.steps >= 1, "regpath.steps", "integers >= 1", self.steps)
-        require(self.lr > 0, "regpath.lr", "floats > 0", self.lr)
-        require(
-            self.svm_start_noise >= 0,
-            "regpath.svm_start_noise",
-            "floats >= 0",
-            self.svm_start_noise,
-        )
-        check_finite(self, "regpath", ("r_min", "r_max", "lr", "svm_start_noise"))
+        check_constraints(self, "regpath")
