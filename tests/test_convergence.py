@@ -123,6 +123,7 @@ def test_normalized_gd_stalled_on_eps_is_told_to_lower_it():
         (["optimizer=adam"], "max", "max-norm SVM", ["fro", "nuc", "max"]),
         (["optimizer=spectral"], "spectral", "spectral SVM", ["fro", "nuc", "spectral"]),
         (["optimizer=polyak"], "fro", "W^mm", ["fro", "nuc"]),
+        (["parameterization=kq", "optimizer=sign"], "nuc", "W^mm_*", ["fro", "nuc"]),
         # ... and so does a set of yours that omits it; one that lists it is kept as it is
         (["optimizer=md3", "solver.norms=[fro]"], "l3", "l3-SVM", ["fro", "l3"]),
         (["optimizer=sign", "solver.norms=[fro,max,spectral]"], "max", "max-norm SVM", None),

@@ -49,19 +49,25 @@ def label(column: str, cfg) -> str:
     return LABELS.get(column, f"{column.replace('p', '.', 1) if column[1:2] else column}-SVM")
 
 
+def own_norm(cfg) -> str:
+    """The norm of the seed's limit object: the parameterization's implicit bias where it is
+    not Frobenius ((K,Q): ``nuc``), else the step rule's declared one (``limit_norm``)."""
+    bias = svm_norm(cfg.parameterization.kind)
+    return bias if bias != FEASIBILITY else limit_norm(cfg.optimizer)
+
+
 def solved_norms(cfg) -> list[str]:
     """The SVMs a gd job solves per seed: ``solver.norms`` as resolved (yours or the default
-    set, Frobenius first, the parameterization's SVM in it) and, for a trained job, the step
-    rule's limit norm (``limit_norm``) appended where it is missing."""
+    set, Frobenius first, the parameterization's SVM in it) and, for a trained job, its limit
+    norm (``own_norm``) appended where the list omits it."""
     names = norm_names(cfg.solver.norms)
-    if cfg.train and _listed(cfg, names) is None:
-        names.append(limit_norm(cfg.optimizer))
+    if cfg.train and _listed(own_norm(cfg), names) is None:
+        names.append(own_norm(cfg))
     return names
 
 
-def _listed(cfg, names: list[str]) -> str | None:
-    """The name in ``names`` of the step rule's limit norm (``l3.0`` is ``l3``), or None."""
-    own = limit_norm(cfg.optimizer)
+def _listed(own: str, names: list[str]) -> str | None:
+    """The name in ``names`` of norm ``own`` (``l3.0`` is ``l3``), or None."""
     key = lp_exponent(own) or own
     return next((n for n in names if (lp_exponent(n) or n) == key), None)
 
@@ -72,12 +78,12 @@ def solver(cfg) -> SolverConfig:
 
 
 def head_norm(cfg):
-    """With a trained head under a step rule whose limit is an entrywise lp norm other than
-    Frobenius (lp mirror descent: lp; sign descent, Adam: max), that norm (svm/norms.py's
-    Entrywise, its ``p``): the head v follows the same geometry to the lp-SVM of the selected
-    tokens, W to the relaxed lp-SVM. None otherwise (the relaxed Frobenius SVM)."""
-    norm = norms.make_norm(limit_norm(cfg.optimizer), cfg.solver)
-    return norm if isinstance(norm, norms.Entrywise) else None
+    """With a trained head and a limit norm that is entrywise and not Frobenius (lp mirror
+    descent: lp; sign descent, Adam: max), that norm (svm/norms.py's Entrywise, its ``p``):
+    the head v follows the same geometry to the lp-SVM of the selected tokens, W to the
+    relaxed lp-SVM. None otherwise (the relaxed Frobenius SVM)."""
+    norm = norms.make_norm(own_norm(cfg), cfg.solver)
+    return norm if cfg.head.train and isinstance(norm, norms.Entrywise) else None
 
 
 def relaxed_lp_curve(cfg, rows, X, Z, sel, Ws) -> dict:
@@ -85,7 +91,7 @@ def relaxed_lp_curve(cfg, rows, X, Z, sel, Ws) -> dict:
     lp-SVM) per checkpoint (``corr_relaxed_<N>``), its margins 1 where the head's lp-SVM
     v^mm_p = argmin ||v||_p s.t. rows v >= 1 is tight (``rows`` (n, d) = Y_i x_{i alpha_i}),
     0 elsewhere; NaN where v^mm_p or the relaxed SVM does not exist. {} otherwise."""
-    norm = head_norm(cfg) if svm_norm(cfg.parameterization.kind) == FEASIBILITY else None
+    norm = head_norm(cfg)
     if norm is None:
         return {}
     v_p = svm.v_mm(rows, norm.p, cfg.solver)
@@ -96,14 +102,12 @@ def relaxed_lp_curve(cfg, rows, X, Z, sel, Ws) -> dict:
 
 
 def limit_column(cfg, solved: set[str]) -> str:
-    """The curve suffix of the seed's limit object (``corr_<suffix>``), among the SVMs solved."""
-    bias = svm_norm(cfg.parameterization.kind)
+    """The curve suffix of the seed's limit object (``corr_<suffix>``), among the SVMs solved
+    (Frobenius where it is not among them)."""
     if cfg.head.train:
-        entrywise = head_norm(cfg) if bias == FEASIBILITY else None
+        entrywise = head_norm(cfg)
         return "relaxed" if entrywise is None else f"relaxed_{norms.column(entrywise.name)}"
-    if bias != FEASIBILITY:  # the parameterization's own bias first ((K,Q): the nuclear SVM)
-        return norms.column(bias)
-    own = norms.column(_listed(cfg, solved_norms(cfg)) or limit_norm(cfg.optimizer))
+    own = norms.column(_listed(own_norm(cfg), solved_norms(cfg)) or own_norm(cfg))
     return own if own in solved else "fro"
 
 
