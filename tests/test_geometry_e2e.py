@@ -52,6 +52,10 @@ def test_mirror_joint_example_and_its_bregman_figure(tmp_path):
     # the p = 3 path (W and v by mirror descent) is closest to the l3 SVM, and v to v^mm_3
     assert row.bregman_l3 < row.bregman_l2 and row.bregman_l3 < row.bregman_l1p75
     assert row.corr_v_mm > 0.99 and row.bregman_v < 0.01
+    # measured against its own limit, the relaxed l3-SVM (both sequences tight here: the
+    # l3-SVM itself), not the Frobenius relaxed SVM
+    assert row.limit == "relaxed l3-SVM" and row.corr_limit == row.corr_relaxed_l3
+    assert row.corr_relaxed_l3 == pytest.approx(row.corr_l3, abs=1e-6)
     _figures(tmp_path)
     table = pd.read_csv(tmp_path / "summary" / "mirror_table.csv")
     assert list(table.rule) == ["md p=3"] and table.bregman_l3.iloc[0] == pytest.approx(

@@ -170,14 +170,46 @@ class Entrywise:
         return status, None if w.value is None else np.array(w.value), reason
 
 
-def _lp_svm(A: np.ndarray, p: float):
-    """min ||w||_1 or ||w||_inf s.t. A w >= 1 as an LP over (w, t): |w_k| <= t_k (l1, min
-    sum t) or |w_k| <= t (max norm, min t)."""
+def relaxed_entrywise(norm: Entrywise, X, Z, alpha, tight, cfg: SolverConfig):
+    """The relaxed lp-SVM of joint training (``norm`` an entrywise one, p its exponent; the
+    Frobenius one is svm.w_mm_relaxed): min ||vec W||_p s.t. (x_{i alpha_i} - x_it)^T W z_i
+    >= 1 for the sequences i that are support vectors of the head's lp-SVM (``tight`` (n,)
+    bool) and >= 0 for the others; an LP for p = 1 and inf, else one power-cone program."""
+    t0 = time.perf_counter()
+    dx, zq, ids = svm.constraints(X, Z, alpha)
+    A = np.einsum("jk,jl->jkl", dx, zq).reshape(len(dx), -1)
+    rhs = tight[ids[:, 0]].astype(float)
+    name = f"relaxed {norm.name}"
+    if not rhs.any():
+        return svm.SVMSolution(name, svm.INFEASIBLE, reason="no sequence is a head support vector")
+    if np.isinf(norm.p) or norm.p == 1:
+        status, w, reason = _lp_svm(A, norm.p, rhs)
+    else:
+        import cvxpy as cp
+
+        w_var = cp.Variable(A.shape[1])
+        problem = cp.Problem(cp.Minimize(cp.pnorm(w_var, norm.p)), [A @ w_var >= rhs])
+        status, reason = cvx.solve_laddered(problem, cfg)
+        w = None if w_var.value is None else np.array(w_var.value)
+    if w is None:
+        return svm.SVMSolution(name, status, reason=reason)
+    d = X.shape[-1]
+    sol = svm.SVMSolution(name, status, W=w.reshape(d, d), reason=reason)
+    sol.seconds, sol.margins = time.perf_counter() - t0, svm.margins_of(sol.W, X, Z, alpha)
+    if (sol.margins < np.where(tight, 1.0, 0.0)[:, None] - cfg.feas_tol).any():
+        sol.status, sol.reason = svm.INACCURATE, "a relaxed margin below its bound - feas_tol"
+    sol.rank = svm.matrix_rank(sol.W, cfg.rank_rtol)
+    return sol
+
+
+def _lp_svm(A: np.ndarray, p: float, rhs=None):
+    """min ||w||_1 or ||w||_inf s.t. A w >= rhs (default 1) as an LP over (w, t): |w_k| <= t_k
+    (l1, min sum t) or |w_k| <= t (max norm, min t)."""
     m, D = A.shape
     k = D if p == 1 else 1  # slack variables
     expand = np.eye(D) if p == 1 else np.ones((D, 1))  # t_k or t, per entry of w
     A_ub = np.block([[np.eye(D), -expand], [-np.eye(D), -expand], [-A, np.zeros((m, k))]])
-    b_ub = np.concatenate([np.zeros(2 * D), -np.ones(m)])
+    b_ub = np.concatenate([np.zeros(2 * D), -(np.ones(m) if rhs is None else rhs)])
     c = np.concatenate([np.zeros(D), np.ones(k)])
     status, x, reason = cvx.solve_lp(c, A_ub, b_ub)
     return status, None if x is None else x[:D], reason

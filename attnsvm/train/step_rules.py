@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from attnsvm.config.checks import ConfigError
 from attnsvm.config.enums import Optimizer
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import OptimizerConfig
@@ -166,11 +167,22 @@ OPTIMIZERS = {
 
 def limit_norm(cfg: OptimizerConfig) -> str:
     """The SVM norm the step rule's geometry points to (its class's ``svm_norm``, or its
-    ``limit_norm(cfg)`` where it depends on the config); a plug-in without one: Frobenius."""
-    rule = OPTIMIZERS.get(cfg.kind)
-    if rule is not None and hasattr(rule, "limit_norm"):
+    ``limit_norm(cfg)`` where it depends on the config); a plug-in declares it the same way on
+    its factory (``make.svm_norm = "max"``), else Frobenius. A trained gd job solves this SVM
+    whatever ``solver.norms`` lists (attnsvm/experiments/gd/limits.py)."""
+    rule = OPTIMIZERS.get(cfg.kind) or _plugin(cfg.kind)
+    if hasattr(rule, "limit_norm"):
         return rule.limit_norm(cfg)
     return getattr(rule, "svm_norm", "fro")
+
+
+def _plugin(path: str):
+    """A plug-in step rule's factory; None where it does not import here (an aggregate of
+    results written with it: its limit was resolved when the job ran)."""
+    try:
+        return load_object(path, "optimizer.kind")
+    except ConfigError:
+        return None
 
 
 def make_optimizer(cfg: OptimizerConfig):

@@ -23,6 +23,7 @@ from attnsvm.config.resolve import train_engine
 from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
+from attnsvm.experiments.gd import limits
 from attnsvm.experiments.gd.diverged import diverged_tables
 from attnsvm.experiments.gd.limits import classify
 from attnsvm.experiments.gd.svms import opt_svm_columns, seed_mask, seed_status, solve_svms
@@ -147,7 +148,7 @@ def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: di
     its potential (``bregman_<N>``, docs/math.md#mirror-descent-and-lp-svms)."""
     X, Z = (t[r].cpu().double().numpy() for t in (inst.K, inst.Z))
     least = svm.min_margins(Ws, X, Z, sel, seed_mask(inst, r))  # (C,)
-    made = {n.name: n for n in norms.make_norms(cfg.solver)}
+    made = {n.name: n for n in norms.make_norms(limits.solver(cfg))}
     md = cfg.optimizer.kind == Optimizer.md
     curves = {}
     for name, sol in at_sel.items():
@@ -177,6 +178,7 @@ def head_curves(cfg: RunConfig, inst: Instances, r: int, vs: np.ndarray, sel, Ws
         curves["corr_relaxed"] = metrics.corr(Ws, W)
         if W is not None and cfg.parameterization.kind == Parameterization.p:
             curves.update({f"p_relaxed{k}": W[k, 0] for k in range(W.shape[0])})
+        curves.update(limits.relaxed_lp_curve(cfg, rows, K, Z, sel, Ws))
     if cfg.optimizer.kind == Optimizer.md:
         v_p = svm.v_mm(rows, cfg.optimizer.p, cfg.solver)
         curves["bregman_v"] = metrics.bregman(v_p, vs[:, :, None], cfg.optimizer.p)

@@ -33,6 +33,11 @@ def corr_lines(runs: pd.DataFrame) -> list[str]:
     model = "p" if p_model else "W"
     heads = {
         "corr_relaxed": f"final corr({model}, relaxed SVM)",
+        **{  # the relaxed lp-SVM of a trained head under an entrywise step rule (gd/limits.py)
+            c: f"final corr({model}, relaxed {c.removeprefix('corr_relaxed_')}-SVM)"
+            for c in runs.columns
+            if c.startswith("corr_relaxed_")
+        },
         "corr_v_mm": "final corr(v, v^mm)",
     }
     for col, label in heads.items():

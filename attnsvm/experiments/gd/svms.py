@@ -10,6 +10,7 @@ import numpy as np
 
 from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances
+from attnsvm.experiments.gd import limits
 from attnsvm.progress import Progress
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
@@ -44,8 +45,9 @@ def solve_svms(
     report: Progress | None = None,
     where: str = "at opt",
 ) -> dict:
-    """Every configured norm's SVM (attnsvm/svm/norms.py) for every seed position r in ``alphas``
-    (r -> alpha (n,)): {r: {norm name: SVMSolution}}, spread over ``cfg.threads`` workers.
+    """Every solved norm's SVM (attnsvm/svm/norms.py; ``limits.solved_norms``: solver.norms
+    and the step rule's limit) for every seed position r in ``alphas`` (r -> alpha (n,)):
+    {r: {norm name: SVMSolution}}, spread over ``cfg.threads`` workers.
     Norms that batch (Frobenius, the nuclear interior point) solve a worker's seeds in one
     call, on the job's device (a GPU solves them there); with a visibility mask (sequential
     attention) only visible tokens are constrained. ``report`` hears of each norm's calls,
@@ -54,14 +56,15 @@ def solve_svms(
     rs = list(alphas)
     masks = {r: seed_mask(inst, r) for r in rs}
     problems = [masked_problem(X[r], Z[r], alphas[r], masks[r]) for r in rs]
-    names = [norm.name for norm in norms.make_norms(cfg.solver)]
+    solver = limits.solver(cfg)  # solver.norms and the step rule's limit (gd/limits.py)
+    names = [norm.name for norm in norms.make_norms(solver)]
     if report is not None and problems:
         report.start_svms(where, {name: len(problems) for name in names})
 
     alone = cfg.threads <= 1  # one share: its norms report each call; else each share does
 
     def made():  # one set per worker (solve_spread): a norm may keep compiled models
-        each = norms.make_norms(cfg.solver)
+        each = norms.make_norms(solver)
         return each if report is None or not alone else [Reported(n, report) for n in each]
 
     def done(share: list[dict]) -> None:
@@ -69,7 +72,7 @@ def solve_svms(
             report.solved(name, len(share), sum(sols[name].seconds for sols in share))
 
     hear = None if report is None or alone else done
-    solved = norms.solve_spread(made, problems, cfg.solver, cfg.threads, cfg.device.value, hear)
+    solved = norms.solve_spread(made, problems, solver, cfg.threads, cfg.device.value, hear)
     for r, sols in zip(rs, solved, strict=True):
         for sol in sols.values():
             unmask(sol, X[r], Z[r], alphas[r], masks[r])
@@ -103,7 +106,7 @@ def opt_svm_columns(cfg: RunConfig, at_opt: dict[str, svm.SVMSolution]) -> dict:
     cols.update({f"rank_{c}": sol.rank for c, sol in named})
     cols.update({f"svm_status_{c}": sol.status for c, sol in named})
     cols.update({f"svm_path_{c}": sol.path for c, sol in named})
-    values = {n.name: n.value for n in norms.make_norms(cfg.solver)}
+    values = {n.name: n.value for n in norms.make_norms(limits.solver(cfg))}
     cols.update(
         {f"norm_{c}": float(values[sol.norm](sol.W)) if sol.ok else None for c, sol in named}
     )
