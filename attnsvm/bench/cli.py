@@ -57,8 +57,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--only",
         choices=["stage", "sweep"],
-        help="only these rows, nothing written (stage: the SVM stage and job start; sweep: the "
-        "sweep-overhead row, about 2 minutes)",
+        help="only these rows (stage: the SVM stage and job start; sweep: the sweep-overhead "
+        "row, about 2 minutes); nothing written unless --readme is given: then these rows "
+        "replace theirs in --out's .json record (dated; the others keep theirs) and the "
+        "README's speed table is rewritten from it",
     )
     return ap.parse_args(argv)
 
@@ -95,9 +97,24 @@ def _stage(quick: bool) -> tuple[list, dict]:
     return rows, stage.job_start(quick=quick)
 
 
-def _only_stage(quick: bool, emit) -> str:
-    """``--only stage``: the SVM-stage table and the job-start line, nothing written."""
-    stage.emit_stage(emit, *_stage(quick))
+def _only(args: argparse.Namespace, emit, stamp: str) -> str:
+    """``--only stage|sweep``: those rows; with ``--readme`` recorded in place of their old
+    values in the .json record beside ``--out`` (each with its date), then the README table."""
+    if args.only == "stage":
+        rows, start = _stage(args.quick)
+        stage.emit_stage(emit, rows, start)
+        start = {**start, "date": stamp}
+        fresh = {"svm_stage": [{**row, "size": list(row["size"])} for row in rows]}
+        fresh.update(job_start=start, svm_stage_date=stamp)
+    else:
+        fresh = {"sweep_overhead": sweep_overhead.measure(args.quick)}
+        sweep_overhead.emit_table(emit, fresh["sweep_overhead"])
+    emit(f"Finished with {load()}.")
+    if args.readme and not args.quick:
+        path = Path(args.out).with_suffix(".json")
+        record = {**json.loads(path.read_text()), **fresh}
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        write_readme_table(Path(args.readme), record)
     return ""
 
 
@@ -115,12 +132,8 @@ def main(argv: list[str] | None = None) -> str:
     emit(f"Machine: {machine()}; {load()} at start; {stamp}")
     emit(f"Mode: {'quick (samples scaled up)' if args.quick else 'published settings'}")
     emit()
-    if args.only == "stage":
-        return _only_stage(args.quick, emit)
-    if args.only == "sweep":
-        sweep_overhead.emit_table(emit, sweep_overhead.measure(args.quick))
-        emit(f"Finished with {load()}.")
-        return ""
+    if args.only:
+        return _only(args, emit, stamp)
     res = _measure(args.quick, emit)
     report.emit_experiments(emit, res, args.quick)
     report.emit_throughput(emit, res.throughput, res.builds)

@@ -104,10 +104,11 @@ def _more_rows(r: dict) -> list[str]:
 
 def _stage_rows(r: dict) -> list[str]:
     """The SVM stage per seed (reference = one seed at a time) and the job's start-up."""
-    rows = []
+    rows, when = [], f" ({r['svm_stage_date']})" if r.get("svm_stage_date") else ""
     for s in r.get("svm_stage", []):
         rows.append(
-            f"| SVM stage at {tuple(s['size'])} per seed (Frobenius + nuclear at opt), batched on "
+            f"| SVM stage at {tuple(s['size'])}{when} per seed (Frobenius + nuclear at opt), "
+            "batched on "
             f"1 worker / on {s['workers']}; training per seed {s['train'] * 1e3:.1f} ms "
             f"| {s['batched'] * 1e3:.1f} / {s['spread'] * 1e3:.1f} ms "
             f"({s['batched'] / s['train']:.1f}× training) "
@@ -117,9 +118,11 @@ def _stage_rows(r: dict) -> list[str]:
     if r.get("job_start"):
         j = r["job_start"]
         rows.append(
-            f"| the default job's whole process (`python -m attnsvm.run`) against `python -c "
-            f"'import torch'` | {j['default_job']:.2f} s | {j['import_torch']:.2f} s "
-            f"| {j['ratio']:.2f}× |"
+            f"| the default job's whole process (`python -m attnsvm.run`{when}"
+            + (", bytecode cached" if j.get("bytecode") else "")
+            + ") "
+            f"against `python -c 'import torch'` | {j['default_job']:.2f} s "
+            f"| {j['import_torch']:.2f} s | {j['ratio']:.2f}× |"
         )
     if r.get("job_start", {}).get("threads"):
         t = r["job_start"]["threads"]
