@@ -19,7 +19,6 @@ and the report page ``SWEEP_DIR/report.html`` (a read-only sweep's: ``--out``'s 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from dataclasses import dataclass, field
@@ -164,6 +163,11 @@ def load_sweep(sweep_dir: str | Path) -> Sweep:
         )
     used = newest_finished(jobs)
     jobs["used"] = jobs.dir.isin(used.dir)
+    return _load_jobs(jobs, used)
+
+
+def _load_jobs(jobs: pd.DataFrame, used: pd.DataFrame) -> Sweep:
+    """The Sweep of the finished jobs ``used`` (rows of ``jobs``): their tables, swept keys."""
     dirs = list(used.dir)
     runs = _read_tables(dirs, RUNS)
     trajectory = _read_tables(dirs, TRAJECTORY)
@@ -177,6 +181,21 @@ def load_sweep(sweep_dir: str | Path) -> Sweep:
         for name, table in [("trajectory", trajectory), *extra.items()]:
             _add_swept(sweep, name, table)
     return sweep
+
+
+def experiment_sweeps(sweep: Sweep) -> dict[str, Sweep]:
+    """experiment name -> the Sweep of its jobs alone, read from their own files: tables with
+    the columns and dtypes its jobs wrote (not widened by another experiment's), and the keys
+    that vary among them. A sweep of one experiment is itself."""
+    names = sorted(sweep.runs.experiment.unique()) if "experiment" in sweep.runs else []
+    if len(names) <= 1:
+        return dict.fromkeys(names, sweep)
+    used = sweep.jobs[sweep.jobs.used]
+    out = {}
+    for name in names:
+        hashes = set(sweep.runs.config_hash[sweep.runs.experiment == name])
+        out[name] = _load_jobs(sweep.jobs, used[used.config_hash.isin(hashes)])
+    return out
 
 
 def _add_swept(sweep: Sweep, name: str, table: pd.DataFrame) -> None:
@@ -303,19 +322,15 @@ def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: boo
 
 
 def experiment_figures(sweep: Sweep, out: Path) -> list[Path]:
-    """Each experiment in the sweep draws its own figures (its entry's ``figures``)."""
+    """Each experiment in the sweep draws its own figures (its entry's ``figures``), from its
+    own jobs' rows only (``experiment_sweeps``)."""
     from attnsvm.experiments import entry
 
     written = []
-    for name, runs in sweep.runs.groupby("experiment", sort=True):
+    for name, mine in experiment_sweeps(sweep).items():
         draw = getattr(entry(name), "figures", None)
-        if draw is None:
-            continue
-        traj = sweep.trajectory
-        if "config_hash" in traj:
-            traj = traj[traj.config_hash.isin(runs.config_hash)]
-        mine = dataclasses.replace(sweep, runs=runs, trajectory=traj)
-        written += draw(runs, traj, out, sweep=mine)
+        if draw is not None:
+            written += draw(mine.runs, mine.trajectory, out, sweep=mine)
     return written
 
 
