@@ -23,6 +23,8 @@ import yaml
 
 from attnsvm._version import __version__
 from attnsvm.results import report_html
+from attnsvm.results.columns import DEFAULT, header
+from attnsvm.results.columns import shown as shown_columns
 from attnsvm.results.report_html import esc
 from attnsvm.results.store import scan_jobs
 
@@ -194,16 +196,19 @@ def _conv_kinds(summary: pd.DataFrame) -> list[str]:
 def summary_section(summary: pd.DataFrame | None) -> str:
     if summary is None or summary.empty:
         return '<p class="note">No summary yet: no job of this sweep has finished.</p>'
+    what = summary.attrs.get("columns") or shown_columns([DEFAULT])
     keys = _point_keys(summary)
-    counts = [c for c in ("seeds", "ok", "feasible", *_conv_kinds(summary)) if c in summary]
-    means = [c for c in summary if c.endswith("_mean")]
-    shown = summary[[*keys, *counts, *means]].rename(columns=lambda c: c.removesuffix("_mean"))
+    counts = ["seeds", "ok", *what["counts"], *_conv_kinds(summary)]
+    counts = [c for c in dict.fromkeys(counts) if c in summary]
+    means = [c for c in summary if c.endswith("_mean") and summary[c].notna().any()]
+    table = summary[[*keys, *counts, *means]].rename(columns=lambda c: header(c, what["labels"]))
     note = (
-        '<p class="note">One row per config point; metric columns are means over seeds (ranks '
-        "and SVM norms over feasible seeds). Click a header to sort. Standard deviations and "
-        "counts: summary.csv, written next to the figures.</p>"
+        '<p class="note">One row per config point, in the columns its experiment declares; '
+        "metric columns are means over seeds (ranks and SVM norms over feasible seeds). Click a "
+        "header to sort. Standard deviations and counts: summary.csv, written next to the "
+        "figures.</p>"
     )
-    return note + report_html.table(shown)
+    return note + report_html.table(table)
 
 
 def convergence_section(summary: pd.DataFrame | None) -> str:
