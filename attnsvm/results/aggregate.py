@@ -12,7 +12,7 @@ jobs are reported, never fatal. Written to ``--out`` (default ``SWEEP_DIR/summar
 * ``summary.parquet`` / ``summary.csv``: one row per config point, in its experiment's own
   columns (its entry's ``COLUMNS``, attnsvm/results/columns.py): seed counts (feasible,
   accepted, ...), convergence types, mean / std / count of each of its metrics;
-* figures (PNG and PDF) chosen by what the sweep holds (``attnsvm.figures.common``);
+* each experiment's figures (PNG and PDF), drawn from its own jobs (its entry's ``figures``);
 
 and the report page ``SWEEP_DIR/report.html`` (a read-only sweep's: ``--out``'s report.html).
 """
@@ -210,10 +210,6 @@ def metric_columns(runs: pd.DataFrame, columns: Columns = DEFAULT) -> list[tuple
     return [(m, m.startswith(columns.subset_only)) for m in names if m in runs]
 
 
-def _holds(runs: pd.DataFrame, column: str) -> pd.Series:
-    return runs[column].astype(bool)
-
-
 def summarize(runs: pd.DataFrame, by: list[str], columns: Columns = DEFAULT) -> pd.DataFrame:
     """One row per config point (``by`` + config_hash): seed counts (``columns.counts``), and
     mean / std / count of each of its metrics. Metrics of ``columns.subset_only`` average over
@@ -226,9 +222,9 @@ def summarize(runs: pd.DataFrame, by: list[str], columns: Columns = DEFAULT) -> 
         row["ok"] = int((g.status == "ok").sum())
         for name, col in columns.counts.items():
             if col in g:
-                row[name] = int(_holds(g, col).sum())
+                row[name] = int(g[col].astype(bool).sum())
                 row[f"{name}_rate"] = row[name] / len(g)
-        subset = g[_holds(g, columns.subset)] if columns.subset in g else g
+        subset = g[g[columns.subset].astype(bool)] if columns.subset in g else g
         if "conv_type" in g:  # blank where an experiment does not classify (SVMs only)
             classified = g.conv_type.notna().any()
             for kind, col in CONV_COLUMNS.items():
@@ -253,7 +249,7 @@ def summarize_sweep(sweep: Sweep) -> pd.DataFrame:
     trained = ["parameterization"] if "conv_type" in runs else []
     names = runs.experiment if "experiment" in runs else pd.Series(None, index=runs.index)
     parts, declared = [], []
-    for (name, _), point in runs.groupby([names, runs.config_hash], sort=False, dropna=False):
+    for (name, _), point in runs.groupby([names, runs.config_hash], sort=True, dropna=False):
         columns = columns_of(entry(name) if isinstance(name, str) else None, point)
         by = list(dict.fromkeys([*columns.axes, *trained, *sweep.swept]))
         parts.append(summarize(point, by, columns))
