@@ -3,6 +3,7 @@ slow end-to-end sweep with the joblib launcher in a subprocess."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -234,3 +235,44 @@ def test_figure_commands_write_to_the_summary_folder(tmp_path):
 
     sweep, out = figure_cli("doc", [str(tmp_path)])
     assert out == tmp_path / "summary" and out.is_dir()
+
+
+def test_each_point_is_summarised_in_its_experiments_declared_columns(monkeypatch):
+    """A module's COLUMNS (here a function of the point's runs) decides the counts, metrics,
+    keys, console columns and headers; a module without it gets the attention SVM's."""
+    import dataclasses
+    import types
+
+    from attnsvm.results.aggregate import Sweep, summarize_sweep, summary_table
+    from attnsvm.results.columns import Columns
+
+    plain = Columns(axes=(), counts={"kept": "kept"}, metrics=("gap",), console=("gap_mean",))
+    mine = types.ModuleType("mylab_cols")
+    mine.run_job = mine.summary_text = lambda *a: None
+    mine.COLUMNS = lambda runs: dataclasses.replace(
+        plain, labels={"gap": f"gap at lr={runs.lr.iloc[0]}"}
+    )
+    bare = types.ModuleType("mylab_bare")
+    bare.run_job = bare.summary_text = lambda *a: None
+    monkeypatch.setitem(sys.modules, "mylab_cols", mine)
+    monkeypatch.setitem(sys.modules, "mylab_bare", bare)
+    runs = pd.concat(
+        [
+            _runs(seed=[0, 1], kept=[True, False], gap=[1.0, 3.0], lr=0.1, experiment="mylab_cols"),
+            _runs(
+                seed=[0, 1], feasible=[True, True], rank_fro=[2.0, 4.0], experiment="mylab_bare"
+            ).assign(config_hash="h1", lr=0.5),
+        ],
+        ignore_index=True,
+    )
+    sweep = Sweep(runs, pd.DataFrame(), {}, pd.DataFrame(), swept=["lr", "experiment"])
+    s = summarize_sweep(sweep).set_index("experiment")
+    assert list(s.columns[: list(s.columns).index("config_hash")]) == ["n", "T", "d", "lr"]
+    assert (s.loc["mylab_cols", "kept"], s.loc["mylab_cols", "gap_mean"]) == (1, 2.0)
+    assert pd.isna(s.loc["mylab_cols", "feasible"]) and pd.isna(s.loc["mylab_cols", "d"])
+    assert (s.loc["mylab_bare", "feasible"], s.loc["mylab_bare", "rank_fro_mean"]) == (2, 3.0)
+    assert pd.isna(s.loc["mylab_bare", "gap_mean"]) and pd.isna(s.loc["mylab_bare", "kept"])
+    head = summary_table(summarize_sweep(sweep)).splitlines()[0]
+    want = ["n", "T", "d", "lr", "experiment", "seeds", "feasible", "kept"]
+    want += ["rank_fro_mean", "rank_fro_std", "gap at lr=0.1"]  # by experiment, where valued
+    assert re.fullmatch(r"\s*" + r"\s+".join(map(re.escape, want)) + r"\s*", head), head

@@ -185,6 +185,30 @@ def test_grid_of_a_sweep_file(tmp_path):
     assert "do not expand to a grid" in read_grid(tmp_path).note
 
 
+def test_the_grid_shown_is_the_commands_over_the_sweep_files(tmp_path):
+    """``-m +sweeps=multitoken dataset.d=4,6 optimizer.lr=1e300,0.1``: d = 4,6 (not the sweep
+    file's 4,6,8,10) and lr, as multirun.yaml records the command."""
+    from golden_sweeps import sweep_params
+
+    task = ["+sweeps=multitoken", "dataset.d=4,6", "optimizer.lr=1e300,0.1"]
+    hydra = {
+        "sweeper": {
+            "_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper",
+            "params": sweep_params("multitoken"),
+        },
+        "overrides": {"hydra": ["hydra.mode=MULTIRUN"], "task": task},
+    }
+    assert hydra["sweeper"]["params"] == {"dataset.d": "4,6,8,10"}
+    (tmp_path / "multirun.yaml").write_text(yaml.safe_dump({"hydra": hydra}))
+    assert len(read_grid(tmp_path).points) == 4
+    grid = Page(write_report(tmp_path).read_text()).frame("grid")
+    assert grid.to_dict("records") == [
+        {"key": "dataset.d", "values": "4,6", "from": "command (sweep file: 4,6,8,10)"},
+        {"key": "+sweeps", "values": "multitoken", "from": "command"},
+        {"key": "optimizer.lr", "values": "1e300,0.1", "from": "command"},
+    ]
+
+
 def test_report_cli_aggregates_a_missing_or_stale_summary(tmp_path, capsys):
     sweep = tmp_path / "s"
     (job,) = make_sweep(sweep, ds=(2,), kinds=("w",))

@@ -10,6 +10,11 @@ Both are the same kind of entry, a module that declares what it is and what it n
     def run_job(run, progress=None) -> JobResult      # all seeds of one job
     def summary_text(runs, seconds) -> str            # printed after the run
     def figures(runs, trajectory, out_dir, sweep=None) -> list  # optional: aggregate draws
+                                     #   (its own jobs' rows only, in a sweep of several)
+    COLUMNS = Columns(...)           # optional: its summary, console table and report columns
+                                     #   (attnsvm/results/columns.py), or a function of one
+                                     #   config point's runs returning them; default: the
+                                     #   attention SVM's (ranks, corr_fro / corr_nuc, feasible)
     def check(run) -> None           # optional: rules across groups, raising ConfigError
     READS = ("solver", "metrics.epsilon")  # the core groups and keys it reads, beyond its own
                                      #   group and COMMON_READS; an OPTIONAL_READS key only

@@ -9,9 +9,10 @@ Jobs are de-duplicated by config hash, keeping the newest finished one; failed a
 jobs are reported, never fatal. Written to ``--out`` (default ``SWEEP_DIR/summary``):
 
 * ``all_runs.parquet``: every seed's row of every job, the swept keys as columns;
-* ``summary.parquet`` / ``summary.csv``: one row per config point: seed counts, feasible and
-  convergence-type counts, mean / std / count of each metric (ranks over feasible seeds only);
-* figures (PNG and PDF) chosen by what the sweep holds (``attnsvm.figures.common``);
+* ``summary.parquet`` / ``summary.csv``: one row per config point, in its experiment's own
+  columns (its entry's ``COLUMNS``, attnsvm/results/columns.py): seed counts (feasible,
+  accepted, ...), convergence types, mean / std / count of each of its metrics;
+* each experiment's figures (PNG and PDF), drawn from its own jobs (its entry's ``figures``);
 
 and the report page ``SWEEP_DIR/report.html`` (a read-only sweep's: ``--out``'s report.html).
 """
@@ -19,7 +20,6 @@ and the report page ``SWEEP_DIR/report.html`` (a read-only sweep's: ``--out``'s 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ from attnsvm.config.checks import ConfigError
 from attnsvm.config.input_checks import check_writable_dir
 from attnsvm.metrics import CONV_TYPES
 from attnsvm.results import store as results
+from attnsvm.results.columns import DEFAULT, Columns, columns_of, header, shown
 from attnsvm.results.integrity import verified
 from attnsvm.results.store import JOB, RUNS, TRAJECTORY, flatten
 
@@ -46,23 +47,6 @@ SHORT_KEYS = {
     "loss": "loss_function",  # the run key; column "loss" is the loss's value
 }
 PER_JOB_KEYS = ("seeds", "seed", "threads", "batch_size")  # not a config point's identity
-METRICS = (
-    "rank_fro",
-    "rank_nuc",
-    "corr_fro",
-    "corr_nuc",
-    "corr_fro_opt",
-    "corr_nuc_opt",
-    "softmax_max",
-    "softmax_min",
-    "w_norm",
-    "loss",
-    "grad_norm",
-    "norm_fro",
-    "norm_nuc",
-    "seconds",
-)
-FEASIBLE_ONLY = ("rank_", "norm_")  # SVM ranks and norms: defined for feasible seeds only
 CONV_COLUMNS = {kind: kind.replace(" ", "_") for kind in CONV_TYPES}  # conv_type -> column
 AXES = ("n", "T", "d")  # always summary columns, swept or not
 
@@ -92,7 +76,7 @@ class Sweep:
     def summary(self) -> pd.DataFrame:
         """One row per config point: seed counts and mean / std / count of each metric (the
         table ``python -m attnsvm.aggregate`` writes as summary.parquet)."""
-        return summarize(self.runs, self.keys) if not self.runs.empty else pd.DataFrame()
+        return summarize_sweep(self) if not self.runs.empty else pd.DataFrame()
 
     @property
     def failed(self) -> pd.DataFrame:
@@ -164,6 +148,11 @@ def load_sweep(sweep_dir: str | Path) -> Sweep:
         )
     used = newest_finished(jobs)
     jobs["used"] = jobs.dir.isin(used.dir)
+    return _load_jobs(jobs, used)
+
+
+def _load_jobs(jobs: pd.DataFrame, used: pd.DataFrame) -> Sweep:
+    """The Sweep of the finished jobs ``used`` (rows of ``jobs``): their tables, swept keys."""
     dirs = list(used.dir)
     runs = _read_tables(dirs, RUNS)
     trajectory = _read_tables(dirs, TRAJECTORY)
@@ -177,6 +166,21 @@ def load_sweep(sweep_dir: str | Path) -> Sweep:
         for name, table in [("trajectory", trajectory), *extra.items()]:
             _add_swept(sweep, name, table)
     return sweep
+
+
+def experiment_sweeps(sweep: Sweep) -> dict[str, Sweep]:
+    """experiment name -> the Sweep of its jobs alone, read from their own files: tables with
+    the columns and dtypes its jobs wrote (not widened by another experiment's), and the keys
+    that vary among them. A sweep of one experiment is itself."""
+    names = sorted(sweep.runs.experiment.unique()) if "experiment" in sweep.runs else []
+    if len(names) <= 1:
+        return dict.fromkeys(names, sweep)
+    used = sweep.jobs[sweep.jobs.used]
+    out = {}
+    for name in names:
+        hashes = set(sweep.runs.config_hash[sweep.runs.experiment == name])
+        out[name] = _load_jobs(sweep.jobs, used[used.config_hash.isin(hashes)])
+    return out
 
 
 def _add_swept(sweep: Sweep, name: str, table: pd.DataFrame) -> None:
@@ -193,37 +197,41 @@ def _add_swept(sweep: Sweep, name: str, table: pd.DataFrame) -> None:
         sweep.extra[name] = table
 
 
-def metric_columns(runs: pd.DataFrame) -> list[tuple[str, bool]]:
-    """(column, feasible seeds only?) of every metric in ``runs``: METRICS, then those of each
-    further SVM norm the job solved (``solver.norms``: a ``svm_status_<norm>`` column each)."""
-    names = [m for m in METRICS if m in runs]
-    for col in runs.columns:
+def metric_columns(runs: pd.DataFrame, columns: Columns = DEFAULT) -> list[tuple[str, bool]]:
+    """(column, over ``columns.subset`` seeds only?) of every declared metric in ``runs``, then
+    (``columns.norms``) those of each further SVM norm the job solved (``solver.norms``: a
+    ``svm_status_<norm>`` column each)."""
+    names = [m for m in columns.metrics if m in runs]
+    for col in runs.columns if columns.norms else ():
         norm = col.removeprefix("svm_status_")
-        if col.startswith("svm_status_") and f"rank_{norm}" not in METRICS:
+        if col.startswith("svm_status_") and f"rank_{norm}" not in columns.metrics:
             names += [f"{k}_{norm}{s}" for k, s in (("rank", ""), ("corr", ""), ("corr", "_opt"))]
             names += [f"norm_{norm}"]
-    return [(m, m.startswith(FEASIBLE_ONLY)) for m in names if m in runs]
+    return [(m, m.startswith(columns.subset_only)) for m in names if m in runs]
 
 
-def summarize(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """One row per config point (``by`` + config_hash): counts, and mean / std / count of each
-    metric. Rank and SVM-norm statistics use feasible seeds only (infeasible ones have none)."""
+def summarize(runs: pd.DataFrame, by: list[str], columns: Columns = DEFAULT) -> pd.DataFrame:
+    """One row per config point (``by`` + config_hash): seed counts (``columns.counts``), and
+    mean / std / count of each of its metrics. Metrics of ``columns.subset_only`` average over
+    the ``columns.subset`` seeds (SVM ranks and norms: the feasible ones; infeasible have none)."""
     keys = [*by, "config_hash"]
     rows = []
     for point, g in runs.groupby(keys, sort=True, dropna=False):
         row = dict(zip(keys, point if isinstance(point, tuple) else (point,), strict=True))
         row["seeds"] = len(g)
         row["ok"] = int((g.status == "ok").sum())
-        feasible = g[g.feasible.astype(bool)] if "feasible" in g else g
-        row["feasible"] = len(feasible)
-        row["feasible_rate"] = len(feasible) / len(g)
+        for name, col in columns.counts.items():
+            if col in g:
+                row[name] = int(g[col].astype(bool).sum())
+                row[f"{name}_rate"] = row[name] / len(g)
+        subset = g[g[columns.subset].astype(bool)] if columns.subset in g else g
         if "conv_type" in g:  # blank where an experiment does not classify (SVMs only)
             classified = g.conv_type.notna().any()
             for kind, col in CONV_COLUMNS.items():
                 row[col] = int((g.conv_type == kind).sum()) if classified else None
                 row[f"{col}_share"] = row[col] / len(g) if classified else None
-        for m, feasible_only in metric_columns(g):
-            col = pd.to_numeric((feasible if feasible_only else g)[m], errors="coerce")
+        for m, subset_only in metric_columns(g, columns):
+            col = pd.to_numeric((subset if subset_only else g)[m], errors="coerce")
             row[f"{m}_mean"] = col.mean()
             row[f"{m}_std"] = col.std()
             row[f"{m}_count"] = int(col.count())
@@ -231,15 +239,41 @@ def summarize(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary_table(summary: pd.DataFrame, by: list[str]) -> str:
-    """The summary's headline columns as readable text."""
-    cols = [*by, "seeds", "feasible"]
-    if "global" in summary:
-        cols += [*CONV_COLUMNS.values(), "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean"]
-    else:
-        cols += ["rank_fro_mean", "rank_fro_std", "rank_nuc_mean", "rank_nuc_std"]
-    cols = [c for c in cols if c in summary]
-    return summary[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}")
+def summarize_sweep(sweep: Sweep) -> pd.DataFrame:
+    """``summarize`` of each config point under its experiment's declaration (``COLUMNS``),
+    keyed by the declaration's axes and the swept keys; rows sorted by the keys. What the
+    console and the report show of it: ``.attrs["columns"]`` (``columns.shown``)."""
+    from attnsvm.experiments import entry
+
+    runs = sweep.runs
+    trained = ["parameterization"] if "conv_type" in runs else []
+    names = runs.experiment if "experiment" in runs else pd.Series(None, index=runs.index)
+    parts, declared = [], []
+    for (name, _), point in runs.groupby([names, runs.config_hash], sort=True, dropna=False):
+        columns = columns_of(entry(name) if isinstance(name, str) else None, point)
+        by = list(dict.fromkeys([*columns.axes, *trained, *sweep.swept]))
+        parts.append(summarize(point, by, columns))
+        declared.append(columns)
+    summary = pd.concat(parts, ignore_index=True)
+    axes = [a for c in declared for a in c.axes]
+    keys = dict.fromkeys([*axes, *trained, *sweep.swept])  # the axes first, as they are declared
+    first = [k for k in keys if k in summary] + ["config_hash"]
+    summary = summary[first + [c for c in summary if c not in first]]
+    summary = summary.sort_values(first, na_position="last", kind="stable", ignore_index=True)
+    summary.attrs["columns"] = shown(declared)
+    return summary
+
+
+def summary_table(summary: pd.DataFrame) -> str:
+    """The summary's headline columns as readable text: the point's keys, seeds, the counts and
+    console columns its experiments declare (``.attrs["columns"]``), under their headers."""
+    what = summary.attrs.get("columns") or shown([DEFAULT])
+    cols = list(summary.columns)
+    keys = cols[: cols.index("config_hash")] if "config_hash" in cols else []
+    cols = [*keys, "seeds", *what["counts"], *what["console"]]
+    cols = [c for c in dict.fromkeys(cols) if c in summary and summary[c].notna().any()]
+    table = summary[cols].rename(columns=lambda c: header(c, what["labels"], "_mean"))
+    return table.to_string(index=False, float_format=lambda x: f"{x:.4g}")
 
 
 def job_report(sweep: Sweep) -> str:
@@ -303,19 +337,15 @@ def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: boo
 
 
 def experiment_figures(sweep: Sweep, out: Path) -> list[Path]:
-    """Each experiment in the sweep draws its own figures (its entry's ``figures``)."""
+    """Each experiment in the sweep draws its own figures (its entry's ``figures``), from its
+    own jobs' rows only (``experiment_sweeps``)."""
     from attnsvm.experiments import entry
 
     written = []
-    for name, runs in sweep.runs.groupby("experiment", sort=True):
+    for name, mine in experiment_sweeps(sweep).items():
         draw = getattr(entry(name), "figures", None)
-        if draw is None:
-            continue
-        traj = sweep.trajectory
-        if "config_hash" in traj:
-            traj = traj[traj.config_hash.isin(runs.config_hash)]
-        mine = dataclasses.replace(sweep, runs=runs, trajectory=traj)
-        written += draw(runs, traj, out, sweep=mine)
+        if draw is not None:
+            written += draw(mine.runs, mine.trajectory, out, sweep=mine)
     return written
 
 
@@ -350,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no finished job yet: nothing to summarise")
         return 1
     print(f"swept keys: {', '.join(sweep.swept) or '(none)'}")
-    print(summary_table(summary, sweep.keys))
+    print(summary_table(summary))
     for path in written:
         print(f"  wrote {path}")
     from attnsvm.results.sweep_report import REPORT, write_report

@@ -23,6 +23,8 @@ import yaml
 
 from attnsvm._version import __version__
 from attnsvm.results import report_html
+from attnsvm.results.columns import DEFAULT, header
+from attnsvm.results.columns import shown as shown_columns
 from attnsvm.results.report_html import esc
 from attnsvm.results.store import scan_jobs
 
@@ -37,9 +39,24 @@ class Grid:
 
     command: str
     params: dict[str, str]  # hydra.sweeper.params (a sweep file's grid)
+    task: list[str] = field(default_factory=list)  # the command's overrides
     points: list[frozenset[str]] = field(default_factory=list)  # one override set per job
     note: str = ""  # why ``points`` is empty, when it is
     numbered: bool = False  # job directories are named by job number (hydra.sweep.subdir)
+
+
+def grid_axes(params: dict[str, str], task: list[str]) -> pd.DataFrame:
+    """The grid that ran: each key with its values and where they came from, the sweep file's
+    params (``hydra.sweeper.params``) under the command's overrides, as Hydra's basic sweeper
+    applies them (a command value replaces the sweep file's)."""
+    rows = {k.lstrip("+~"): (k, v, "sweep file") for k, v in params.items()}
+    for override in task:
+        key, _, value = override.partition("=")
+        name = key.lstrip("+~")
+        was = rows.get(name)
+        source = f"command (sweep file: {was[1]})" if was else "command"
+        rows[name] = (was[0] if was else key, value, source)
+    return pd.DataFrame(list(rows.values()), columns=["key", "values", "from"])
 
 
 GRID_SWEEPERS = ("BasicSweeper", "AttnsvmSweeper")  # the default is the basic one, checked faster
@@ -58,7 +75,7 @@ def read_grid(sweep_dir: Path) -> Grid | None:
     command = shlex.join(["python", "-m", "attnsvm.run", "-m", *task, *extra])
     sweeper = hydra.get("sweeper") or {}
     params = {str(k): str(v) for k, v in (sweeper.get("params") or {}).items()}
-    grid = Grid(command, params)
+    grid = Grid(command, params, task)
     grid.numbered = str((hydra.get("sweep") or {}).get("subdir")) == "${hydra.job.num}"
     if not str(sweeper.get("_target_", "")).endswith(GRID_SWEEPERS):
         grid.note = f"the sweeper {sweeper.get('_target_')} chooses its points as it runs"
@@ -179,16 +196,19 @@ def _conv_kinds(summary: pd.DataFrame) -> list[str]:
 def summary_section(summary: pd.DataFrame | None) -> str:
     if summary is None or summary.empty:
         return '<p class="note">No summary yet: no job of this sweep has finished.</p>'
+    what = summary.attrs.get("columns") or shown_columns([DEFAULT])
     keys = _point_keys(summary)
-    counts = [c for c in ("seeds", "ok", "feasible", *_conv_kinds(summary)) if c in summary]
-    means = [c for c in summary if c.endswith("_mean")]
-    shown = summary[[*keys, *counts, *means]].rename(columns=lambda c: c.removesuffix("_mean"))
+    counts = ["seeds", "ok", *what["counts"], *_conv_kinds(summary)]
+    counts = [c for c in dict.fromkeys(counts) if c in summary]
+    means = [c for c in summary if c.endswith("_mean") and summary[c].notna().any()]
+    table = summary[[*keys, *counts, *means]].rename(columns=lambda c: header(c, what["labels"]))
     note = (
-        '<p class="note">One row per config point; metric columns are means over seeds (ranks '
-        "and SVM norms over feasible seeds). Click a header to sort. Standard deviations and "
-        "counts: summary.csv, written next to the figures.</p>"
+        '<p class="note">One row per config point, in the columns its experiment declares; '
+        "metric columns are means over seeds (ranks and SVM norms over feasible seeds). Click a "
+        "header to sort. Standard deviations and counts: summary.csv, written next to the "
+        "figures.</p>"
     )
-    return note + report_html.table(shown)
+    return note + report_html.table(table)
 
 
 def convergence_section(summary: pd.DataFrame | None) -> str:
@@ -272,10 +292,12 @@ def grid_section(grid: Grid | None) -> str:
     if grid is None:
         return f'<p class="note">No {MULTIRUN}: a single run, not a sweep.</p>'
     out = [f"<pre>{esc(grid.command)}</pre>"]
-    if grid.params:
-        params = pd.DataFrame({"key": list(grid.params), "values": list(grid.params.values())})
-        out.append("<p>Grid of the sweep file (hydra.sweeper.params):</p>")
-        out.append(report_html.table(params, sortable=False))
+    if grid.params or grid.task:
+        out.append(
+            "<p>The grid that ran: the sweep file's (hydra.sweeper.params) under the "
+            "command's overrides.</p>"
+        )
+        out.append(report_html.table(grid_axes(grid.params, grid.task), sortable=False))
     if grid.points:
         out.append(f"<p>{len(grid.points)} grid points.</p>")
     return "\n".join(out)

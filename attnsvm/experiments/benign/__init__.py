@@ -16,6 +16,7 @@ checkpoints including steps 1 and 2.
 from __future__ import annotations
 
 from attnsvm.config.plugins import later
+from attnsvm.results.columns import Columns
 
 from .config import Config, Init, Rule, Setting
 
@@ -24,6 +25,16 @@ CONFIG_GROUP = "benign"
 FUSED_UNFIT = "its own batched loop trains (p, v) or (W, p) on noisy labels"
 READS = ("dtype",)  # no core group: its data, model and step rule are its own keys
 INSTEAD = {"optimizer.kind": "benign.rule", "optimizer.checkpoint_every": "benign.checkpoints"}
+# its summary, console table and report: the fit of clean and flipped labels, where attention
+# goes, the clean test accuracy against the max-margin interpolator's and the Bayes-optimal one
+COLUMNS = Columns(
+    counts={},
+    metrics=("test_acc", "mm_test_acc", "bayes_acc", "fit_clean", "fit_flipped", "attn_clean")
+    + ("attn_flipped", "corr_q", "corr_v", "loss", "grad_norm", "train_seconds"),
+    console=("test_acc_mean", "mm_test_acc_mean", "bayes_acc_mean", "fit_clean_mean")
+    + ("fit_flipped_mean", "attn_flipped_mean"),
+    labels={"mm_test_acc": "test_acc, max-margin", "bayes_acc": "test_acc, Bayes"},
+)
 
 
 def published() -> list:

@@ -7,9 +7,11 @@ summary.py summarises, figures.py draws what fits the sweep.
 from __future__ import annotations
 
 from attnsvm.config.plugins import later
+from attnsvm.experiments.gd.columns import columns
 
 NAME = "gd"
 READS = ("*",)  # every optional core option: head.train, optimizer.gradient, loss, norms, p
+COLUMNS = columns  # its summary's columns per config point: the p-model's or W's (columns.py)
 
 
 def published() -> list:

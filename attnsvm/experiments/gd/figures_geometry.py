@@ -139,7 +139,8 @@ def bregman_curves(sweep, path: Path) -> pd.DataFrame:
                yscale="log", ylabel="mean Bregman divergence")  # fmt: skip
         ax.grid(alpha=0.4)
         ax.legend(fontsize=7)
-        finals.append({"rule": rule, "init": init, **mean.iloc[-1].to_dict()})
+        if len(mean):  # a (rule, init) of the grid without ok seeds: an empty panel
+            finals.append({"rule": rule, "init": init, **mean.iloc[-1].to_dict()})
     save_figure(fig, path)
     return pd.DataFrame(finals)
 

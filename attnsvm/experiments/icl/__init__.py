@@ -14,12 +14,32 @@ from __future__ import annotations
 
 from attnsvm.config.plugins import later
 from attnsvm.experiments.icl.config import Config
+from attnsvm.results.columns import Columns
 
 NAME = "icl"
 CONFIG_GROUP = "icl"
 FUSED_UNFIT = "linear attention on regression prompts trains in its own loop"
 READS = ("dtype",)  # no core group: its prompts, model and step rule are its own keys
 INSTEAD = {"dataset.T": "icl.N"}  # the context length
+# its summary, console table and report: the learned A against Gamma^-1 and the test losses
+# (no n, T, d: icl.d, icl.N and the swept keys name a point; no SVM, so no feasible seeds)
+COLUMNS = Columns(
+    axes=(),
+    counts={},
+    metrics=("corr_limit", "rel_err_limit", "icl_loss", "icl_loss_limit", "icl_loss_gd1")
+    + ("icl_loss_pgd", "pop_loss", "pop_loss_limit", "pop_loss_gd1", "gd1_step", "seconds"),
+    console=("corr_limit_mean", "rel_err_limit_mean", "icl_loss_mean", "icl_loss_limit_mean")
+    + ("icl_loss_gd1_mean",),
+    labels={
+        "corr_limit": "corr(A, Γ⁻¹)",
+        "rel_err_limit": "‖A − Γ⁻¹‖/‖Γ⁻¹‖",
+        "icl_loss_limit": "icl_loss at Γ⁻¹",
+        "icl_loss_gd1": "icl_loss, one GD step",
+        "icl_loss_pgd": "icl_loss, L-step preconditioned GD",
+        "pop_loss_limit": "pop_loss at Γ⁻¹",
+        "pop_loss_gd1": "pop_loss, one GD step",
+    },
+)
 
 
 def published() -> list:

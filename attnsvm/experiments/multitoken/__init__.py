@@ -8,12 +8,34 @@ from __future__ import annotations
 
 from attnsvm.config.plugins import later
 from attnsvm.experiments.multitoken.config import MultitokenConfig
+from attnsvm.results.columns import Columns
 
 Config = MultitokenConfig  # the entry's config group (key: NAME)
 
 NAME = "multitoken"
 READS = ("dtype", "dataset", "parameterization", "optimizer", "head", "solver")
 HASH_NEUTRAL = False  # its group was always part of the job hash: old sweeps resume
+# its summary, console table and report: the seeds tried and accepted (the published
+# acceptance filters), 1 - corr against the three SVMs over the accepted seeds
+COLUMNS = Columns(
+    counts={"accepted": "accepted"},
+    metrics=("one_minus_corr_svmeq", "one_minus_corr_dir", "one_minus_corr_1token")
+    + ("corr_svmeq", "corr_dir", "corr_1token", "masked_max", "softmax_max", "w_norm", "loss"),
+    subset="accepted",
+    subset_only=("corr_", "one_minus_", "masked_max"),
+    console=("accepted", "one_minus_corr_svmeq_mean", "one_minus_corr_dir_mean")
+    + ("one_minus_corr_1token_mean",),
+    labels={
+        "seeds": "seeds tried",
+        "accepted": "accepted seeds",
+        "one_minus_corr_svmeq": "1 - corr(W, W^SVMeq)",
+        "one_minus_corr_dir": "1 - corr(W, W^dir)",
+        "one_minus_corr_1token": "1 - corr(W, W^1tok)",
+        "corr_svmeq": "corr(W, W^SVMeq)",
+        "corr_dir": "corr(W, W^dir)",
+        "corr_1token": "corr(W, W^1tok)",
+    },
+)
 
 
 def published() -> list:

@@ -52,11 +52,15 @@ def table(runs: pd.DataFrame) -> pd.DataFrame:
 def figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
     ok_keys = runs.loc[runs.status == "ok", ["config_hash", "seed"]]
     traj = traj.merge(ok_keys, on=["config_hash", "seed"])
-    ds = sorted(traj.d.unique())
+    ds = sorted(runs.d.unique())  # a d without accepted seeds: its panels say 0 accepted
     fig, axes = plt.subplots(2, len(ds), figsize=(4.2 * len(ds), 7), squeeze=False)
     colors = plt.cm.tab10.colors
     for j, d in enumerate(ds):
         ax, sub = axes[0, j], traj[traj.d == d]
+        if sub.empty:  # nothing to draw on log axes
+            axes[0, j].set(title=f"d = {d}  (0 accepted)", xlabel="iterations")
+            axes[1, j].set_axis_off()
+            continue
         for key, (label, style) in CURVES.items():
             mean = (1 - sub[key]).groupby(sub.step).mean()
             ax.plot(mean.index, mean.values, style, marker="o", ms=3, color=colors[j], label=label)

@@ -10,6 +10,7 @@ from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Device, Init, Optimizer
 from attnsvm.config.plugins import later
 from attnsvm.experiments.nexttoken.config import NexttokenConfig
+from attnsvm.results.columns import Columns
 
 Config = NexttokenConfig  # the entry's config group (key: NAME)
 
@@ -18,6 +19,26 @@ DATASETS = ("nexttoken",)  # a vocabulary, sequences of ids and labels: read by 
 FUSED_UNFIT = "its losses train in torch"
 # not dtype: it trains in float64, whatever dtype says
 READS = ("dataset", "parameterization", "optimizer", "solver", "metrics.epsilon")
+# its summary, console table and report: which graph-SVM the direction reached and attention
+# selects, and the correlations against the graph-SVM and its parts
+COLUMNS = Columns(
+    counts={
+        "reached_global": "reached_global",
+        "reached_local": "reached_local",
+        "selects_global": "selects_global",
+    },
+    metrics=("corr_svm", "corr_svm_fin", "corr_proj", "corr_local_svm", "fin_dist", "scc_mass")
+    + ("R", "w_norm", "loss", "grad_norm"),
+    console=("reached_global", "selects_global", "corr_svm_mean", "corr_svm_fin_mean")
+    + ("fin_dist_mean",),
+    labels={
+        "corr_svm": "corr(W, W^svm)",
+        "corr_svm_fin": "corr(W, W^fin + R W^svm)",
+        "corr_proj": "corr(W^svm, W − Π_S W)",
+        "corr_local_svm": "corr(W, local graph-SVM)",
+        "fin_dist": "‖Π_S W − W^fin‖",
+    },
+)
 
 
 def published() -> list:

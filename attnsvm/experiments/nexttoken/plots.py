@@ -68,6 +68,11 @@ def curves_figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
     ok = runs.loc[runs.status == "ok", ["config_hash", "seed"]]
     traj = _pick(traj.merge(ok, on=["config_hash", "seed"]))
     panels = list(traj.groupby(GROUP))
+    if not panels:  # no ok instance at all (every one infeasible, say): an empty page says so
+        fig, ax = plt.subplots(figsize=(4.6, 3))
+        ax.set(title="no ok instance: nothing to draw")
+        ax.set_axis_off()
+        return save_figure(fig, path)
     fig, axes = plt.subplots(2, len(panels), figsize=(4.6 * len(panels), 7), squeeze=False)
     for j, (key, sub) in enumerate(panels):
         ax = axes[0, j]

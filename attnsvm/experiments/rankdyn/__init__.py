@@ -15,6 +15,7 @@ docs/rankdyn.md says what was found.
 from __future__ import annotations
 
 from attnsvm.config.plugins import later
+from attnsvm.results.columns import Columns
 
 from .config import Config, Param, Rule
 from .stages import Stages, detect_stages, effective_rank
@@ -29,6 +30,25 @@ INSTEAD = {
     "parameterization.init": "rankdyn.alpha",
     "parameterization.init_scale": "rankdyn.alpha",
 }
+# its summary, console table and report: the stages (rises of the effective rank of K Q^T), the
+# rank it reached against the nuclear-norm SVM's, corr_nuc; no feasible seeds to count
+COLUMNS = Columns(
+    counts={},
+    metrics=("n_stages", "first_stage_step", "escape_step", "initial_eff_rank")
+    + ("lowest_eff_rank", "final_eff_rank", "eff_rank_nuc", "rank_nuc", "corr_nuc", "rank_fro")
+    + ("corr_fro", "sv_ratio", "loss", "w_norm", "seconds"),
+    console=("n_stages_mean", "first_stage_step_mean", "lowest_eff_rank_mean")
+    + ("final_eff_rank_mean", "eff_rank_nuc_mean", "corr_nuc_mean"),
+    labels={
+        "n_stages": "stages",
+        "first_stage_step": "first stage (step)",
+        "escape_step": "escape (step)",
+        "initial_eff_rank": "initial rank",
+        "lowest_eff_rank": "lowest rank",
+        "final_eff_rank": "final rank",
+        "eff_rank_nuc": "rank of W^mm_*",
+    },
+)
 
 
 def published() -> list:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from attnsvm.config.plugins import later
 from attnsvm.experiments.regpath.config import RegpathConfig
+from attnsvm.results.columns import Columns
 
 Config = RegpathConfig  # the entry's config group (key: NAME)
 
@@ -15,6 +16,18 @@ NAME = "regpath"
 READS = ("dtype", "dataset", "parameterization", "head", "solver")  # its GD: regpath.*
 HASH_NEUTRAL = False  # its group was always part of the job hash: old sweeps resume
 FUSED_UNFIT = "its projected GD runs in torch"
+# its summary, console table and report: the direction at the largest radius against W^mm (W)
+# or W^mm_* ((K,Q)), and from the start
+COLUMNS = Columns(
+    metrics=("corr", "corr_fro", "corr_nuc", "corr_init", "loss_gap_init", "r_max", "r_end")
+    + ("w_norm", "loss", "softmax_max", "seconds"),
+    console=("corr_mean", "corr_init_mean", "r_end_mean"),
+    labels={
+        "corr": "corr(W̄_R, W^mm or W^mm_*)",
+        "corr_init": "corr, init chain alone",
+        "r_end": "R at the end",
+    },
+)
 
 
 def published() -> list:

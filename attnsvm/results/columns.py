@@ -1,0 +1,99 @@
+"""What an experiment's summary, console table and report show, declared by the experiment:
+its entry's ``COLUMNS`` (attnsvm/experiments/__init__.py). The aggregator and the report read
+the declaration and know no experiment.
+
+    from attnsvm.results.columns import Columns
+
+    COLUMNS = Columns(
+        axes=(),                                   # no (n, T, d): its own keys name a point
+        counts={},                                 # no feasible seeds to count
+        metrics=("icl_loss", "corr_limit"),        # mean / std / count per config point
+        console=("icl_loss_mean", "corr_limit_mean"),
+        labels={"corr_limit": "corr(A, Γ⁻¹)"},
+    )
+
+``COLUMNS`` may instead be a function of one config point's runs returning a ``Columns`` (gd's:
+the p-model's point speaks of p^mm, a W point of the Frobenius and nuclear-norm SVMs). An
+entry without it (your own module) gets ``DEFAULT``: the attention SVM's quantities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the entries import this module when found: no pandas at import
+    import pandas as pd
+
+METRICS = (
+    "rank_fro",
+    "rank_nuc",
+    "corr_fro",
+    "corr_nuc",
+    "corr_fro_opt",
+    "corr_nuc_opt",
+    "softmax_max",
+    "softmax_min",
+    "w_norm",
+    "loss",
+    "grad_norm",
+    "norm_fro",
+    "norm_nuc",
+    "seconds",
+)
+CONVERGENCE = ("global", "local", "other", "not_converged")  # summary columns of conv_type
+
+
+@dataclass(frozen=True)
+class Columns:
+    """An experiment's columns. Names in ``console`` and ``labels`` are summary columns (a
+    count, ``<metric>_mean`` / ``_std`` / ``_count``, a convergence type); a label of a metric
+    heads its mean."""
+
+    axes: tuple[str, ...] = ("n", "T", "d")  # config columns that always name a point
+    counts: Mapping[str, str] = field(default_factory=lambda: {"feasible": "feasible"})
+    # summary column -> boolean run column: the seeds where it holds (and their share, _rate)
+    metrics: tuple[str, ...] = METRICS  # run columns averaged per point (absent ones skipped)
+    subset: str = "feasible"  # the boolean run column ...
+    subset_only: tuple[str, ...] = ("rank_", "norm_")  # ... over which these metrics average
+    norms: bool = False  # also rank / corr / norm of each further SVM norm (svm_status_<norm>)
+    console: tuple[str, ...] = ()  # summary columns printed after the keys, seeds and counts
+    labels: Mapping[str, str] = field(default_factory=dict)  # column -> its header
+
+
+DEFAULT = Columns(
+    norms=True,
+    console=(*CONVERGENCE, "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean")
+    + ("rank_fro_mean", "rank_fro_std", "rank_nuc_mean", "rank_nuc_std"),
+)
+
+
+def columns_of(module: ModuleType | None, runs: pd.DataFrame) -> Columns:
+    """The declaration of ``module`` (an experiment's entry) for the runs of one config point."""
+    declared: Columns | Callable = getattr(module, "COLUMNS", DEFAULT)
+    return declared if isinstance(declared, Columns) else declared(runs)
+
+
+def shown(declared: list[Columns]) -> dict:
+    """What the console and report show of a summary made under ``declared``, as the summary
+    carries it (``summary.attrs["columns"]``): counts, console columns, headers."""
+    counts = list(dict.fromkeys(c for d in declared for c in d.counts))
+    console = list(dict.fromkeys(c for d in declared for c in d.console))
+    labels: dict[str, str] = {}
+    for d in declared:
+        for column, text in d.labels.items():
+            labels.setdefault(column, text)
+    return {"counts": counts, "console": console, "labels": labels}
+
+
+def header(column: str, labels: Mapping[str, str], mean: str = "") -> str:
+    """``column``'s header under ``labels`` (shown's): a metric's label names its mean; an
+    unlabelled mean keeps ``mean`` as its suffix."""
+    base = column.removesuffix("_mean")
+    if column in labels:
+        return labels[column]
+    if base != column:
+        return labels.get(base, base + mean)
+    return column
