@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+import attnsvm.experiments.gd.limits as limits  # the module, not the package (no cycle)
 from attnsvm import metrics
 from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.identity import config_hash
@@ -23,7 +24,6 @@ from attnsvm.config.resolve import train_engine
 from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
-from attnsvm.experiments.gd import limits
 from attnsvm.experiments.gd.diverged import diverged_tables
 from attnsvm.experiments.gd.limits import classify
 from attnsvm.experiments.gd.svms import opt_svm_columns, seed_mask, seed_status, solve_svms

@@ -8,9 +8,9 @@ import time
 
 import numpy as np
 
+import attnsvm.experiments.gd.limits as limits  # the module, not the package (no cycle)
 from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances
-from attnsvm.experiments.gd import limits
 from attnsvm.progress import Progress
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
