@@ -133,14 +133,17 @@ def at_baseline(argv: list[str]) -> None:
         os.execve(sys.executable, [sys.executable, __file__, *argv], env)
 
 
-def compute_all(out: Path) -> None:
-    """The tables of every distinct case of cases.json into ``out`` (for the test)."""
+def compute_all(out: Path, share: int = 0, shares: int = 1) -> None:
+    """The tables of every distinct case of cases.json into ``out`` (for the test); with
+    ``shares`` > 1 only every ``shares``-th distinct case from ``share`` on (one process each)."""
     cases = json.loads((HERE / "cases.json").read_text())
     done = set()
     for name, case in cases.items():
         if case["hash"] in done:
             continue
         done.add(case["hash"])
+        if (len(done) - 1) % shares != share:
+            continue
         chash, runs, traj = compute(case["overrides"])
         runs.assign(config_hash_check=chash).to_parquet(out / f"{name}.runs.parquet")
         traj.to_parquet(out / f"{name}.trajectory.parquet")
@@ -173,6 +176,6 @@ def main() -> None:
 if __name__ == "__main__":
     at_baseline(sys.argv[1:])
     if sys.argv[1:2] == ["--compute"]:
-        compute_all(Path(sys.argv[2]))
+        compute_all(Path(sys.argv[2]), *map(int, sys.argv[3:5]))
     else:
         main()
