@@ -12,6 +12,7 @@ is skipped; a missing, killed or failed one is recomputed. docs/scaling.md has t
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 import traceback
@@ -209,12 +210,31 @@ def lost_job_return(hydra_context, config, overrides, num: int, error: str, job_
     return ret
 
 
+_FINISHED_SINGLE_RUN: list[str] = []  # set by a single run's main: cli may end at once
+
+
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_MODULE}", config_name="config")
 def main(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     sweep_dir = Path(hc.sweep.dir) if multirun else None
-    return execute(cfg, Path(hc.runtime.output_dir), multirun, sweep_dir)
+    status = execute(cfg, Path(hc.runtime.output_dir), multirun, sweep_dir)
+    if not multirun:
+        _FINISHED_SINGLE_RUN.append(status)
+    return status
+
+
+def _exit_now() -> None:
+    """A single run whose results are written ends at once, its output flushed: what a normal
+    exit adds is the interpreter's teardown of torch and pandas, a second or more of every
+    job's process. Sweeps exit normally (a launcher may need its own shutdown)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or full stream: nothing more to keep
+            pass
+    os._exit(0)
 
 
 def cli() -> None:
@@ -226,6 +246,8 @@ def cli() -> None:
     except ConfigError as exc:
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     main()
+    if _FINISHED_SINGLE_RUN:
+        _exit_now()
 
 
 if __name__ == "__main__":
