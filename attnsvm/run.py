@@ -12,7 +12,6 @@ is skipped; a missing, killed or failed one is recomputed. docs/scaling.md has t
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sys
 import traceback
@@ -30,7 +29,7 @@ from attnsvm.config.input_checks import check_group_options, check_output_dir_ov
 from attnsvm.config.schema import CONF_MODULE
 from attnsvm.data.sets import preflight
 from attnsvm.experiments import entry
-from attnsvm.interrupt import JobInterrupted, interruptible
+from attnsvm.interrupt import JobInterrupted, exit_now, interruptible
 from attnsvm.progress import Progress
 from attnsvm.results.store import (
     JOB,
@@ -224,19 +223,6 @@ def main(cfg: DictConfig) -> str:
     return status
 
 
-def _exit_now() -> None:
-    """A single run whose results are written ends at once, its output flushed: what a normal
-    exit adds is the interpreter's teardown of torch and pandas, a second or more of every
-    job's process. Sweeps exit normally (a launcher may need its own shutdown)."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed or full stream: nothing more to keep
-            pass
-    os._exit(0)
-
-
 def cli() -> None:
     """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra."""
     try:
@@ -247,7 +233,7 @@ def cli() -> None:
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     main()
     if _FINISHED_SINGLE_RUN:
-        _exit_now()
+        exit_now()
 
 
 if __name__ == "__main__":

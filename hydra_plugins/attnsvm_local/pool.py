@@ -31,6 +31,8 @@ from typing import Any
 
 import cloudpickle
 
+from attnsvm.interrupt import exit_now
+
 log = logging.getLogger(__name__)
 POLL_S = 0.5  # how often a worker's watchdog looks at its parent id
 GRACE_S = 10.0  # after its parent's death (or a SIGTERM from it), a worker's time to record
@@ -82,7 +84,7 @@ def _worker_main(conn, parent_pid: int) -> None:
         try:
             fn, args = cloudpickle.loads(conn.recv_bytes())
         except EOFError:
-            _exit_now()
+            exit_now()
         try:
             answer = (fn(*args), None, None)
         except BaseException as exc:  # noqa: B036  (SystemExit of the job included)
@@ -91,19 +93,6 @@ def _worker_main(conn, parent_pid: int) -> None:
             _send(conn, answer)
         except OSError:  # the sweep's process is gone: nobody to answer
             return
-
-
-def _exit_now() -> None:
-    """The sweep has no more jobs: the worker ends at once, its output flushed. Every job's
-    files and answer are out already; what a normal exit adds is the interpreter's teardown of
-    torch and pandas, 1-5 s that the sweep's last ``join`` waited for."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed or full stream: nothing more to keep
-            pass
-    os._exit(0)
 
 
 def _send(conn, answer: tuple) -> None:
