@@ -23,12 +23,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from attnsvm import handoff
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.compose import check_override_keys, register_configs, to_run_config
 from attnsvm.config.input_checks import check_group_options, check_output_dir_overrides
 from attnsvm.config.schema import CONF_MODULE
 from attnsvm.data.sets import preflight
-from attnsvm.experiments import entry
+from attnsvm.handoff import Computed
 from attnsvm.interrupt import JobInterrupted, exit_now, interruptible
 from attnsvm.progress import Progress
 from attnsvm.results.store import (
@@ -39,11 +40,9 @@ from attnsvm.results.store import (
     find_broken,
     find_finished,
     job_record,
-    mark_finished,
     read_job,
     remove_stale_temps,
     write_json,
-    write_result,
 )
 
 log = logging.getLogger("attnsvm")
@@ -90,13 +89,15 @@ def execute(
     multirun: bool,
     sweep_dir: Path | None = None,
     planned: tuple | None = None,
-) -> str:
+    hand_off: bool = False,
+) -> str | Computed:
     """Run one job into ``out``; returns its final status. A failure is recorded in job.json.
 
     In a sweep (``sweep_dir`` given) a job whose finished results exist anywhere the sweep's
     index points to is skipped, and its fresh directory (only Hydra's files) is removed.
     ``planned``: (resolved RunConfig, config hash) of ``cfg`` as the sweep's planning made
-    them (the local launcher), so they are not made again.
+    them (the local launcher), so they are not made again. ``hand_off``: a computed job is
+    returned as a ``Computed`` for the caller to write (attnsvm/handoff.py), not written here.
     """
     try:
         if planned is None:
@@ -134,13 +135,13 @@ def execute(
                     raise
                 log.error("job %s failed: %r (recorded in %s)", chash, exc, out / JOB)
                 return "failed"
-            write_result(out, job, result)
-            if sweep_dir is not None:
-                mark_finished(sweep_dir, chash, out)
+            done = Computed(out, job, result, sweep_dir, run.experiment)
+            if hand_off:
+                return done
+            handoff.write(done)
         except JobInterrupted as exc:
             return _record_interrupted(job, out, exc, multirun)
-    print(entry(run.experiment).summary_text(result.runs, result.seconds))
-    print(f"  results: {out}")
+    handoff.report(done)
     return "finished"
 
 

@@ -12,9 +12,10 @@ import ctypes
 import dataclasses
 import functools
 import os
+import sys
 
 import torch
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 
 @contextlib.contextmanager
@@ -31,8 +32,20 @@ def _torch_threads(threads: int):
 def limit_threads(threads: int):
     """torch and every BLAS/OpenMP pool (eigh, svd, nnls) use at most ``threads`` threads: on
     two busy cores a default two-thread BLAS made a 380 x 380 eigh 150x slower."""
-    with _torch_threads(threads), threadpool_limits(limits=threads):
+    with _torch_threads(threads), _pools().limit(limits=threads):
         yield
+
+
+_FOUND: list = [None, None]  # (len(sys.modules), ThreadpoolController) of the last scan
+
+
+def _pools() -> ThreadpoolController:
+    """The BLAS/OpenMP pools loaded in this process. A scan of the loaded libraries costs 3-7 ms,
+    as much as a small job's dispatch, so it is made again only after a module was imported (a
+    pool comes with the import of the extension that links it); same pools, same limits."""
+    if _FOUND[0] != len(sys.modules):
+        _FOUND[:] = [len(sys.modules), ThreadpoolController()]
+    return _FOUND[1]
 
 
 def one_thread():

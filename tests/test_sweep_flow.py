@@ -64,7 +64,14 @@ if os.environ.get("ATTNSVM_TEST_D"):
 
     def run_job(cfg, progress=None):
         if cfg.dataset.d == int(os.environ["ATTNSVM_TEST_D"]):
-            if os.environ.get("ATTNSVM_TEST_FILL"):   # the disk fills up during this job
+            if os.environ.get("ATTNSVM_TEST_FILL"):   # the disk fills up during this job,
+                import glob, time                     # once the job before it is written
+                deadline = time.monotonic() + 60      # (the sweep's process writes it)
+                while time.monotonic() < deadline and not any(
+                    '"finished"' in open(p).read()
+                    for p in glob.glob(os.environ["ATTNSVM_TEST_FILL_AFTER"] + "/*/job.json")
+                ):
+                    time.sleep(0.05)
                 with open(os.environ["ATTNSVM_TEST_FILL"], "wb") as fh:
                     try:
                         while True:
@@ -275,6 +282,7 @@ def test_a_full_disk_fails_the_jobs_it_hits_and_the_sweep_ends_with_its_summary(
     sweep, filler = small_disk / "s", small_disk / "filler"
     args = ["dataset.d=2,3,4", *SMALL, "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={sweep}"]
     env = {**hook, "ATTNSVM_TEST_D": "3", "ATTNSVM_TEST_FILL": str(filler)}
+    env["ATTNSVM_TEST_FILL_AFTER"] = str(sweep)
     res = run_cli(*args, multirun=True, **env)
     assert res.returncode == 1, res.stdout
     assert res.stdout.rstrip().endswith("attnsvm sweep: 1 run, 0 skipped, 2 failed, 0 not started")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cache
 
 from attnsvm.config.checks import flatten, plain  # noqa: F401  (flatten: re-exported)
 from attnsvm.config.resolve import resolve, train_engine
@@ -61,12 +62,19 @@ def config_hash(cfg) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
+@cache
+def _default_plain(config_class: type) -> dict:
+    """An experiment group's defaults, as ``plain`` writes them: made once, not per hash (a
+    Config() checks its constraints: milliseconds a hash)."""
+    return plain(config_class())
+
+
 def neutral_groups(run) -> list[str]:
     """The hash-neutral experiment groups of ``run`` that are at their defaults."""
     out = []
     for module in map(entry, builtin_names()):
         group = group_of(module)
         if group is not None and hash_neutral(module):
-            if plain(getattr(run, group)) == plain(module.Config()):
+            if plain(getattr(run, group)) == _default_plain(module.Config):
                 out.append(group)
     return out

@@ -150,6 +150,7 @@ class WorkerPool:
         self.ctx = mp.get_context("spawn")
         self.idle: list[_Worker] = []
         self.busy: dict[int, _Worker] = {}  # job -> worker
+        self.ended: dict[int, Outcome] = {}  # jobs that ended, their ``done`` not yet called
         self.pids: list[int] = []  # every worker ever started (tests look for survivors)
 
     def _worker(self) -> _Worker:
@@ -217,20 +218,30 @@ class WorkerPool:
                 if outcome is None:
                     continue
                 del self.busy[num]
-                outcomes[num] = outcome
+                outcomes[num] = self.ended[num] = outcome
                 if w.process.is_alive():
                     self.idle.append(w)
-                if done is not None:
-                    done(num, outcome)
+            self._dispatch(pending, ready, prepare)  # the freed workers' next jobs, then done
+            self._report_ended(done)
         return outcomes
+
+    def _report_ended(self, done) -> None:
+        """``done`` for each job that ended and was not reported yet (in the order they ended)."""
+        while self.ended:
+            num = next(iter(self.ended))
+            outcome = self.ended.pop(num)
+            if done is not None:
+                done(num, outcome)
 
     def interrupt(self, grace: float = GRACE_S) -> dict[int, Outcome]:
         """SIGTERM to every busy worker; their jobs' outcomes (they record themselves
-        ``interrupted``) as they come within ``grace`` seconds; the rest are killed."""
+        ``interrupted``) as they come within ``grace`` seconds; the rest are killed. Jobs that
+        had ended but were not yet reported come first."""
         for w in self.busy.values():
             if w.process.is_alive():
                 os.kill(w.process.pid, signal.SIGTERM)
-        outcomes, deadline = {}, time.monotonic() + grace
+        outcomes, deadline = dict(self.ended), time.monotonic() + grace
+        self.ended.clear()
         while self.busy and time.monotonic() < deadline:
             wait(self._waitables(), 0.2)
             for num, w in list(self.busy.items()):

@@ -9,9 +9,10 @@ config converted, resolved and hashed once; the sweep's finished index read once
 runs is composed in full just before it is needed, while the workers compute the jobs before
 it: its directory and ``.hydra/`` files are written here, as Hydra's ``run_job`` writes them,
 and the worker gets the planned RunConfig and hash (``run_planned``): it sets up the job's log
-and runs it, nothing composed or resolved again. A sweep with its own Hydra callbacks,
-``hydra.job.chdir`` or ``hydra.job.env_set`` runs each job through Hydra's ``run_job`` instead
-(``execute_job``), with the config composed here.
+and runs it, nothing composed or resolved again; it hands the computed job back and this
+process writes its files while the worker computes the next (attnsvm/handoff.py). A sweep
+with its own Hydra callbacks, ``hydra.job.chdir`` or ``hydra.job.env_set`` runs each job
+through Hydra's ``run_job`` instead (``execute_job``), with the config composed here.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,7 @@ from hydra.core.utils import (
 )
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from attnsvm.handoff import Computed, deliver
 from attnsvm.results.plan import (
     INVALID,
     SKIP,
@@ -81,9 +84,10 @@ def execute_job(sweep_config, hydra_context, task_function, singleton_state):
     return ret.return_value  # a status; not ret: its configs may name this plug-in's classes
 
 
-def run_planned(out: str, sweep_dir: str, run, chash: str, job_logging, verbose) -> str:
+def run_planned(out: str, sweep_dir: str, run, chash: str, job_logging, verbose):
     """In a worker: one planned job (module doc): its log set up as Hydra's ``run_job`` sets it
-    (``run.log`` in its directory), then run.execute with the planned run and hash."""
+    (``run.log`` in its directory), then run.execute with the planned run and hash; a
+    computed job comes back as a ``Computed`` for the sweep's process to write."""
     from attnsvm.run import execute
 
     if job_logging is not None and job_logging.get("root") is not None and not verbose:
@@ -91,7 +95,7 @@ def run_planned(out: str, sweep_dir: str, run, chash: str, job_logging, verbose)
     else:
         configure_log(None if job_logging is None else OmegaConf.create(job_logging), verbose)
     try:
-        return execute(None, Path(out), True, Path(sweep_dir), planned=(run, chash))
+        return execute(None, Path(out), True, Path(sweep_dir), (run, chash), hand_off=True)
     finally:
         _flush_loggers()
         sys.stdout.flush()  # the job's summary before the sweep's last line, whatever comes
@@ -126,6 +130,17 @@ class Job:
     config: DictConfig | None  # the job's composed config, hydra node included (once it runs)
     planned: PlannedJob
     status: str | None = None  # finished | skipped | failed | interrupted; None: not started
+
+
+def _delivered(done: Computed) -> Outcome:
+    """A worker's computed job written here (attnsvm/handoff.py); a failure to write it (a full
+    disk) is that job's failure, recorded as a worker's error would be."""
+    try:
+        return Outcome(value=deliver(done))
+    except Exception as exc:  # noqa: BLE001  (any error writing one job's files)
+        return Outcome(error=repr(exc), traceback=traceback.format_exc())
+    finally:
+        sys.stdout.flush()
 
 
 class LocalSweep:
@@ -221,6 +236,8 @@ class LocalSweep:
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
         job = self.jobs[num]
+        if outcome.error is None and isinstance(outcome.value, Computed):
+            outcome = _delivered(outcome.value)
         if outcome.error is None:
             job.status = outcome.value
             return

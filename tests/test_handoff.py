@@ -1,0 +1,79 @@
+"""A local sweep's worker hands its computed job to the sweep's process (attnsvm/handoff.py):
+the worker is sent its next job before the last one's files are written, and what is written
+is what the job's own process writes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+
+import attnsvm
+from attnsvm.handoff import Computed, deliver
+from attnsvm.results.store import JOB, RUNS, TRAJECTORY, config_hash, read_job
+from attnsvm.run import execute
+from conftest import REPO
+
+SMALL = ["dataset.d=4", "seeds=2", "optimizer.steps=50"]
+
+
+def test_a_handed_off_job_is_written_as_its_own_process_writes_it(tmp_path, capsys):
+    run = attnsvm.compose(SMALL)
+    chash = config_hash(run)
+    alone, handed, sweep = tmp_path / "alone", tmp_path / "handed", tmp_path / "sweep"
+    for d in (alone, handed, sweep):
+        d.mkdir()
+    assert execute(None, alone, True, None, planned=(run, chash)) == "finished"
+    done = execute(None, handed, True, sweep, planned=(run, chash), hand_off=True)
+    assert isinstance(done, Computed)
+    assert read_job(handed)["status"] == "running"  # nothing but the running record yet
+    assert not (handed / RUNS).exists()
+    capsys.readouterr()
+    assert deliver(done) == "finished"
+    assert f"results: {handed}" in capsys.readouterr().out
+    assert read_job(handed)["status"] == "finished"
+    ran = execute(None, tmp_path / "again", True, sweep, planned=(run, chash), hand_off=True)
+    assert ran == "skipped"  # the sweep's index has it
+    for name in (RUNS, TRAJECTORY):
+        a, b = pd.read_parquet(alone / name), pd.read_parquet(handed / name)
+        timing = [c for c in a.columns if c.endswith("seconds")]  # the clock's, not the math
+        pd.testing.assert_frame_equal(a.drop(columns=timing), b.drop(columns=timing))
+    assert (handed / JOB).exists()
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import time
+    from hydra_plugins.attnsvm_local.pool import WorkerPool
+
+    def job(k):
+        return k
+
+    if __name__ == "__main__":
+        pool = WorkerPool(1)
+        seen = []
+
+        def done(num, outcome):
+            seen.append((num, sorted(pool.busy)))
+            time.sleep(0.5)  # writing its files: the worker already computes the next job
+
+        pool.run({k: (job, (k,)) for k in range(3)}, done=done)
+        pool.close()
+        print("|" + repr(seen))
+    """
+)
+
+
+def test_the_worker_gets_its_next_job_before_the_last_one_is_reported(tmp_path):
+    script = tmp_path / "pool_order.py"
+    script.write_text(SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    seen = eval(res.stdout.rpartition("|")[2])  # noqa: S307  (our own repr of a list)
+    assert seen == [(0, [1]), (1, [2]), (2, [])], seen
