@@ -15,7 +15,9 @@ this: a dead worker breaks it and it terminates every other job in flight.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import importlib
 import logging
 import multiprocessing as mp
 import os
@@ -73,12 +75,15 @@ def _quiet_exit(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
-def _worker_main(conn, parent_pid: int) -> None:
+def _worker_main(conn, parent_pid: int, warm: tuple[str, ...] = ()) -> None:
     """One job at a time from ``conn``: (fn, args) in, (value, error, traceback) out; EOF
-    ends the worker."""
+    ends the worker. ``warm``: modules imported first, while the sweep prepares the job."""
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _quiet_exit)
     _watch_parent(parent_pid)
+    for module in warm:
+        with contextlib.suppress(ImportError):  # the job that needs it fails, not the worker
+            importlib.import_module(module)
     logging.raiseExceptions = False  # a full disk must not print logging's own tracebacks
     while True:
         try:
@@ -107,10 +112,10 @@ def _send(conn, answer: tuple) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx, warm: tuple[str, ...] = ()) -> None:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(
-            target=_worker_main, args=(child, os.getpid()), name="attnsvm-worker"
+            target=_worker_main, args=(child, os.getpid(), warm), name="attnsvm-worker"
         )
         self.process.start()
         child.close()
@@ -145,8 +150,9 @@ def died(exitcode: int | None) -> str:
 class WorkerPool:
     """At most ``n`` workers; started on demand, replaced when one dies (module doc)."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, warm: tuple[str, ...] = ()) -> None:
         self.n = max(1, n)
+        self.warm = warm  # modules a worker imports as it starts (the jobs' heavy imports)
         self.ctx = mp.get_context("spawn")
         self.idle: list[_Worker] = []
         self.busy: dict[int, _Worker] = {}  # job -> worker
@@ -158,9 +164,18 @@ class WorkerPool:
             w = self.idle.pop()
             if w.process.is_alive():
                 return w
-        w = _Worker(self.ctx)
+        return self._new()
+
+    def _new(self) -> _Worker:
+        w = _Worker(self.ctx, self.warm)
         self.pids.append(w.process.pid)
         return w
+
+    def _start(self, count: int) -> None:
+        """``count`` workers started now, before the first job is prepared: their start (spawn,
+        imports: seconds) runs beside that preparation."""
+        while len(self.idle) + len(self.busy) < min(count, self.n):
+            self.idle.append(self._new())
 
     def _dispatch(self, pending: deque, ready: dict, prepare) -> None:
         while pending and len(self.busy) < self.n:
@@ -209,6 +224,7 @@ class WorkerPool:
         if prepare is None:
             prepare = dict(jobs).__getitem__
         pending, outcomes, ready = deque(sorted(jobs)), {}, {}
+        self._start(len(pending))
         while pending or self.busy:
             self._dispatch(pending, ready, prepare)
             self._prepare_ahead(pending, ready, prepare)

@@ -56,6 +56,7 @@ from hydra_plugins.attnsvm_local.pool import Outcome, WorkerPool
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
 PLANNED = "planned %d jobs in %.1f ms (%.2f ms per job)"  # attnsvm.bench reads it
+WARM = ("attnsvm.job",)  # what every job imports (torch): a worker imports it as it starts
 HYDRA_RESOLVER = "${hydra:"  # an interpolation that needs HydraConfig set to the job's config
 
 
@@ -194,7 +195,7 @@ class LocalSweep:
         if todo:
             for num in todo:
                 log.info("\t#%d : %s", num, job_label(self.jobs[num].overrides))
-            self.pool = WorkerPool(n_workers(self.launcher.n_jobs, len(todo)))
+            self.pool = WorkerPool(n_workers(self.launcher.n_jobs, len(todo)), warm=WARM)
             self.pool.run(todo, done=self._done, prepare=self._prepare)
             HydraConfig.instance().set_config(self.launcher.config)
         record_statuses(j.status for j in self.jobs.values())
