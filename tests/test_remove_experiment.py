@@ -70,10 +70,20 @@ def test_the_other_experiments_run_without_one(tmp_path, removed):
         assert (out / "job.json").is_file()
 
 
-def test_a_removed_experiment_is_refused_clearly(tmp_path):
-    """Asking for the deleted one names what is accepted instead of failing deep inside."""
-    tree = _copy_without(tmp_path, "rankdyn")
-    proc = _run(tree, "-m", "attnsvm.run", *TINY["rankdyn"], f"hydra.run.dir={tmp_path / 'x'}")
+@pytest.mark.parametrize(
+    "removed,overrides",
+    [
+        ("rankdyn", ["experiment=rankdyn", "seeds=2"]),
+        ("gd", ["seeds=2"]),
+    ],  # asked for; the default experiment
+    ids=["asked", "default"],
+)
+def test_a_removed_experiment_is_refused_clearly(tmp_path, removed, overrides):
+    """Asking for the deleted one, or leaving the default experiment when it is the deleted
+    one, names what is accepted instead of failing deep inside."""
+    tree = _copy_without(tmp_path, removed)
+    proc = _run(tree, "-m", "attnsvm.run", *overrides, f"hydra.run.dir={tmp_path / 'x'}")
     assert proc.returncode != 0
-    assert "experiment" in proc.stdout and "icl" in proc.stdout, proc.stdout
+    assert f"experiment='{removed}' is invalid" in proc.stdout, proc.stdout
+    assert "accepted values are" in proc.stdout and "icl" in proc.stdout, proc.stdout
     assert "Traceback" not in proc.stdout, proc.stdout
