@@ -218,7 +218,7 @@ def test_convergence_counts_are_blank_where_the_classification_does_not_apply():
 def test_curves_use_gd_trajectories_only_and_d_ticks_are_the_run_values():
     from types import SimpleNamespace
 
-    from attnsvm.figures.common import convergence_figure, gd_trajectory
+    from attnsvm.experiments.gd.figures_sweep import convergence_figure, gd_trajectory
 
     runs = _runs(seed=[0, 0], experiment=["gd", "regpath"], config_hash=["g", "r"])
     traj = pd.DataFrame({"config_hash": ["g", "g", "r"], "step": [0, 10, 0]})

@@ -15,9 +15,9 @@ from attnsvm.config import (
     SolverConfig,
 )
 from attnsvm.data.generators import make_instances
-from attnsvm.experiments.gd.pipeline import seed_status
 from attnsvm.svm.masked import masked_problem, w_mm_masked
 from attnsvm.svm.solve import SVMSolution, w_mm_nuc, w_mm_nuc_batch
+from attnsvm.svm.status import seed_status
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import loss_and_grad_w, softmax_probs, train
 from bits import assert_tensors_identical

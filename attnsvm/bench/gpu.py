@@ -40,7 +40,8 @@ from attnsvm.bench.timing import load, machine
 from attnsvm.config import DatasetConfig, OptimizerConfig, ParameterizationConfig, RunConfig
 from attnsvm.config.enums import Engine
 from attnsvm.data.generators import make_instances
-from attnsvm.experiments.gd.pipeline import solve_svms
+from attnsvm.svm import norms
+from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.loop import Trajectory, train
 
@@ -141,6 +142,14 @@ def _min_corr(A: np.ndarray, B: np.ndarray) -> float:
     return float(np.min([metrics.corr(a, b) for a, b in zip(A, B, strict=True)]))
 
 
+def _svms(inst, selected: np.ndarray) -> list[dict]:
+    """The default norms' SVMs of each seed at its selected tokens: [{norm: SVMSolution}]."""
+    X, Z = inst.K.cpu().double().numpy(), inst.Z.cpu().double().numpy()
+    solver = RunConfig().solver
+    problems = [(X[r], Z[r], alpha) for r, alpha in enumerate(selected)]
+    return norms.solve_all(norms.make_norms(solver), problems, solver)
+
+
 def accuracy(device: str, seeds: int, steps: int) -> dict:
     """float32 against float64 at (6,8,10): final directions, against the SVMs and each other."""
     size = Size("small", 6, 8, 10, seeds, seeds, seeds, steps)
@@ -151,12 +160,12 @@ def accuracy(device: str, seeds: int, steps: int) -> dict:
         runs[dtype] = (traj.final_W.cpu().double().numpy(), traj.selected[-1].cpu().numpy())
     (W64, sel64), (W32, sel32) = runs["float64"], runs["float32"]
     inst = _instances(size, list(range(seeds)), "float64", "cpu")
-    svms = solve_svms(RunConfig(), inst, dict(enumerate(sel64)))  # CPU, float64
+    svms = _svms(inst, sel64)  # CPU, float64
     out = {"seeds": seeds, "steps": steps}
-    for norm in ("fro", "nuc"):
+    for norm in DEFAULT_NORMS:  # the Frobenius and the nuclear-norm SVM (svm/norm_names.py)
         diffs = [
             abs(float(metrics.corr(W32[r], sol[norm].W)) - float(metrics.corr(W64[r], sol[norm].W)))
-            for r, sol in svms.items()
+            for r, sol in enumerate(svms)
             if sol[norm].ok
         ]
         out[f"max_abs_dcorr_{norm}"] = max(diffs) if diffs else None

@@ -12,8 +12,8 @@ the declaration and know no experiment.
         labels={"corr_limit": "corr(A, Γ⁻¹)"},
     )
 
-``COLUMNS`` may instead be a function of one config point's runs returning a ``Columns`` (gd's:
-the p-model's point speaks of p^mm, a W point of the Frobenius and nuclear-norm SVMs). An
+``COLUMNS`` may instead be a function of one config point's runs returning a ``Columns`` (e.g.
+a p-model point speaks of p^mm, a W point of the Frobenius and nuclear-norm SVMs). An
 entry without it (your own module) gets ``DEFAULT``: the attention SVM's quantities.
 """
 

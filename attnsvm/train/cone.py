@@ -22,7 +22,9 @@ from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances
 from attnsvm.svm import solve as svm
 from attnsvm.svm.masked import w_mm_masked
+from attnsvm.svm.norm_names import FEASIBILITY
 from attnsvm.train.loop import INIT_SEED_OFFSET, Params
+from attnsvm.train.parameterizations import SVM_NORM
 
 MAX_TRIES = 200  # candidate alphas per seed
 
@@ -48,7 +50,7 @@ def find_local_alpha(X, Z, gamma, opt, cfg, seed: int, mask=None):
             break
         if np.array_equal(alpha, opt) or not visible[np.arange(len(alpha)), alpha].all():
             continue
-        sol = w_mm_masked(X, Z, alpha, mask, cfg, "fro")
+        sol = w_mm_masked(X, Z, alpha, mask, cfg, FEASIBILITY)
         if sol.ok and svm.is_locally_optimal(sol, gamma, alpha, cfg):
             return alpha, sol
     return None, None
@@ -68,10 +70,10 @@ def cone_params(cfg: RunConfig, inst: Instances) -> tuple[Params, list[dict]]:
         alpha, sol = find_local_alpha(X, Z, gamma, opt, scfg, seed, mask)
         found = alpha is not None
         if not found:
-            alpha, sol = opt, w_mm_masked(X, Z, opt, mask, scfg, "fro")
+            alpha, sol = opt, w_mm_masked(X, Z, opt, mask, scfg, FEASIBILITY)
         W = sol.W if sol is not None and sol.ok else np.zeros((d, d))
         if kq and sol is not None and sol.ok:
-            nuc = w_mm_masked(X, Z, alpha, mask, scfg, "nuc")
+            nuc = w_mm_masked(X, Z, alpha, mask, scfg, SVM_NORM[Parameterization.kq])
             W = nuc.W if nuc.ok else W
         W = pcfg.cone_scale * W / max(np.linalg.norm(W), 1e-300)
         g = torch.Generator().manual_seed(seed + INIT_SEED_OFFSET)

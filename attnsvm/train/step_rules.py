@@ -168,8 +168,8 @@ OPTIMIZERS = {
 def limit_norm(cfg: OptimizerConfig) -> str:
     """The SVM norm the step rule's geometry points to (its class's ``svm_norm``, or its
     ``limit_norm(cfg)`` where it depends on the config); a plug-in declares it the same way on
-    its factory (``make.svm_norm = "max"``), else Frobenius. A trained gd job solves this SVM
-    whatever ``solver.norms`` lists (attnsvm/experiments/gd/limits.py)."""
+    its factory (``make.svm_norm = "max"``), else Frobenius. An experiment that compares a trained
+    W with its limit solves this SVM whatever ``solver.norms`` lists."""
     rule = OPTIMIZERS.get(cfg.kind) or _plugin(cfg.kind)
     if hasattr(rule, "limit_norm"):
         return rule.limit_norm(cfg)

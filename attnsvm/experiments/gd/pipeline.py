@@ -26,7 +26,7 @@ from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.gd.diverged import diverged_tables
 from attnsvm.experiments.gd.limits import classify
-from attnsvm.experiments.gd.svms import opt_svm_columns, seed_mask, seed_status, solve_svms
+from attnsvm.experiments.gd.svms import opt_svm_columns, seed_mask, solve_svms
 from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
@@ -34,6 +34,7 @@ from attnsvm.results.stack import stack, with_constants
 from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
+from attnsvm.svm.status import seed_status
 from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Trajectory, train

@@ -3,8 +3,8 @@
 The published max-margin examples get their path pictures (figures_maxmargin.py), the digits
 their curves (figures_digits.py), sweeps over step rules or SVM norms the geometry heatmap or
 the Bregman curves (figures_geometry.py); every other gd sweep the shared figures: rank and
-feasibility, the convergence mix, the softmax and correlation curves, the 2-D paths
-(attnsvm/figures/common.py).
+feasibility, the convergence mix, the softmax and correlation curves (figures_sweep.py), the
+2-D paths (figures_paths.py).
 """
 
 from __future__ import annotations
@@ -34,6 +34,6 @@ def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> li
         from attnsvm.experiments.gd.figures_geometry import figures as geometry
 
         return geometry(runs, traj, out, sweep)
-    from attnsvm.figures.common import draw_all
+    from attnsvm.experiments.gd.figures_sweep import draw_all
 
     return draw_all(sweep, sweep.summary, out)

@@ -1,6 +1,6 @@
 """gd's SVMs of a batch: every configured norm at the chosen tokens of every seed, spread over
-the job's workers and told to its progress reporter; a seed's status from its solutions; the
-columns of the SVMs at alpha = opt."""
+the job's workers and told to its progress reporter; the columns of the SVMs at alpha = opt
+(a seed's status from its solutions: attnsvm/svm/status.py)."""
 
 from __future__ import annotations
 
@@ -77,26 +77,6 @@ def solve_svms(
         for sol in sols.values():
             unmask(sol, X[r], Z[r], alphas[r], masks[r])
     return dict(zip(rs, solved, strict=True))
-
-
-def seed_status(finite: bool, solutions: dict[str, list[svm.SVMSolution]]) -> tuple[str, str]:
-    """Worst-first: diverged, solver_error, infeasible (alpha = opt), inaccurate, ok.
-
-    ``solutions`` maps where the SVMs were solved ("opt", "selected") to them; a solution
-    shared by both (GD selected opt) is named once, as "at opt = selected"."""
-    if not finite:
-        return "diverged", "non-finite parameters or loss during training"
-    named: dict[int, tuple[svm.SVMSolution, list[str]]] = {}
-    for where, sols in solutions.items():
-        for sol in sols:
-            named.setdefault(id(sol), (sol, []))[1].append(where)
-    for status in (svm.SOLVER_ERROR, svm.INFEASIBLE, svm.INACCURATE):
-        bad = [(sol, where) for sol, where in named.values() if sol.status == status]
-        if bad:
-            return status, "; ".join(
-                f"W^mm[{sol.norm}] at {' = '.join(where)}: {sol.reason}" for sol, where in bad
-            )
-    return "ok", ""
 
 
 def opt_svm_columns(cfg: RunConfig, at_opt: dict[str, svm.SVMSolution]) -> dict:

@@ -18,11 +18,11 @@ import torch
 from attnsvm import metrics
 from attnsvm.config import DatasetConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
-from attnsvm.experiments.gd.pipeline import seed_status
 from attnsvm.results.contract import JobResult
 from attnsvm.results.stack import with_constants
 from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
+from attnsvm.svm.status import seed_status
 from attnsvm.train.heads import LinearHead
 
 from .config import Config
