@@ -204,12 +204,8 @@ PENDING = {  # path -> (what it names, why it is not fixed here yet)
         {EXP, SET},
         "nexttoken and multitoken whole-experiment cases: to move to their entries' bench_cases",
     ),
-    "bench/report.py": ({EXP, SET, NORM}, "rows of those cases; the SVM rows' targets by norm"),
-    "bench/readme.py": ({EXP, SET, NORM}, "README rows of those cases and of the SVM cases"),
-    "bench/svm_cases.py": ({NORM}, "times the Frobenius and nuclear SVMs by name"),
-    "bench/stage.py": ({NORM}, "times the Frobenius and nuclear SVMs by name"),
-    "bench/naive.py": ({NORM}, "the naive cvxpy SVM of a norm by name"),
-    "bench/gpu_job.py": ({NORM}, "counts the Frobenius SVM's batched paths"),
+    "bench/report.py": ({EXP, SET}, "rows of those cases"),
+    "bench/readme.py": ({EXP, SET}, "README rows of those cases"),
 }
 
 

@@ -33,6 +33,7 @@ from attnsvm.config.enums import Engine
 from attnsvm.data.generators import make_instances
 from attnsvm.progress import Progress
 from attnsvm.svm import norms
+from attnsvm.svm.norm_names import FROBENIUS
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.loop import train
 
@@ -83,7 +84,7 @@ def svm_stage(device: str, sizes: dict, workers: int) -> list[dict]:
         on_cpu = norms.solve_spread(lambda: norms.make_norms(cfg), problems, cfg, workers)
         t_cpu = time.perf_counter() - t0
         diffs, worst = _worst(on_device, on_cpu)
-        batched = sum(s["fro"].path == "batched" for s in on_device)
+        batched = sum(s[FROBENIUS].path == "batched" for s in on_device)
         rows.append({
             "n": n, "T": T, "d": d, "seeds": seeds, "device": device,
             "device_ms_per_seed": 1e3 * t_device / seeds,

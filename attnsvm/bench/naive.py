@@ -8,6 +8,8 @@ import cvxpy as cp
 import numpy as np
 import torch
 
+from attnsvm.svm.norm_names import FROBENIUS
+
 
 class NaiveAttention(torch.nn.Module):
     """The published notebooks' model: W (or K, Q) as bias-free nn.Linear, linear head v."""
@@ -41,7 +43,8 @@ def naive_train(X, Y, Z, v, kq: bool, steps: int, lr: float = 0.1, eps: float = 
 
 
 def naive_svm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, norm: str):
-    """Per-constraint cvxpy model in the full d x d space, default solver settings."""
+    """Per-constraint cvxpy model in the full d x d space, default solver settings: the
+    Frobenius norm's (norm_names.FROBENIUS) or else the nuclear norm's."""
     n, T, d = X.shape
     W = cp.Variable((d, d))
     cons = []
@@ -49,7 +52,8 @@ def naive_svm(X: np.ndarray, Z: np.ndarray, alpha: np.ndarray, norm: str):
         for t in range(T):
             if t != alpha[i]:
                 cons.append((X[i, alpha[i]] - X[i, t]) @ W @ Z[i] >= 1)
-    obj = cp.norm(W, "fro") if norm == "fro" else cp.normNuc(W)
+    # the Frobenius norm as cp.norm builds it for a matrix: the 2-norm of W's entries
+    obj = cp.pnorm(cp.vec(W, order="F"), 2) if norm == FROBENIUS else cp.normNuc(W)
     prob = cp.Problem(cp.Minimize(obj), cons)
     prob.solve()
     return prob.status, W.value

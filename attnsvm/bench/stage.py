@@ -31,6 +31,7 @@ from attnsvm.config.enums import Engine
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
+from attnsvm.svm.norm_names import FROBENIUS, NUCLEAR
 from attnsvm.svm.nuclear_ipm import LARGE_M
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
@@ -47,8 +48,11 @@ def _reference(problems: list, cfg: SolverConfig) -> list[dict]:
     out = []
     for p in problems:
         fro = svm.w_mm(*p, cfg)
-        nuc = svm.w_mm_nuc_batch([p], cfg, [True], [fro])[0] if fro.ok else norms.infeasible("nuc")
-        out.append({"fro": fro, "nuc": nuc})
+        if fro.ok:
+            nuc = svm.w_mm_nuc_batch([p], cfg, [True], [fro])[0]
+        else:
+            nuc = norms.infeasible(NUCLEAR)
+        out.append({FROBENIUS: fro, NUCLEAR: nuc})
     return out
 
 
@@ -56,7 +60,7 @@ def _worst(got: list[dict], want: list[dict]) -> tuple[int, float]:
     """Status disagreements and the largest 1 - corr of W between two answers."""
     diffs, worst = 0, 0.0
     for a, b in zip(got, want, strict=True):
-        for name in ("fro", "nuc"):
+        for name in (FROBENIUS, NUCLEAR):
             diffs += a[name].status != b[name].status
             if a[name].ok and b[name].ok:
                 x, y = a[name].W, b[name].W
@@ -101,7 +105,7 @@ def svm_stage(quick: bool) -> list[dict]:
                 reference=t_ref / seeds, batched=t_one / seeds, spread=t_all.wall / seeds,
                 one_route=alone,
                 status_diffs=diffs, one_minus_corr=worst, same_bits=_same_bits(one, many),
-                batched_paths=sum(s["fro"].path == "batched" for s in one),
+                batched_paths=sum(s[FROBENIUS].path == "batched" for s in one),
             )
         )  # fmt: skip
     return rows

@@ -12,9 +12,11 @@ import re
 
 from attnsvm.config.checks import require
 
-FEASIBILITY = "fro"  # always solved, first: its exact dual decides feasibility for every norm
-BUILTIN = ("fro", "nuc", "max", "spectral")  # besides the entrywise lp norms "l<p>"
-DEFAULT = ("fro", "nuc")  # what a job solves when solver.norms is null (not set)
+FROBENIUS = "fro"  # the Frobenius norm's name
+NUCLEAR = "nuc"  # the nuclear norm's name (sum of the singular values)
+FEASIBILITY = FROBENIUS  # always solved, first: its exact dual decides feasibility for every norm
+BUILTIN = (FROBENIUS, NUCLEAR, "max", "spectral")  # besides the entrywise lp norms "l<p>"
+DEFAULT = (FROBENIUS, NUCLEAR)  # what a job solves when solver.norms is null (not set)
 LP_NORM = re.compile(r"l(?P<p>\d+(\.\d+)?)")  # entrywise lp norm, p >= 1: l1, l1.75, l3
 
 
