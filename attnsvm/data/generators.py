@@ -202,8 +202,8 @@ def relu_accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]
 
 def accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
     """The first ``count`` seeds from ``first`` on that the data set accepts (its
-    ``ACCEPTED_SEEDS``; every seed where it declares none)."""
-    accept = sets.hook(sets.name_of(cfg), "ACCEPTED_SEEDS")
+    ``accepted_seeds``; every seed where it declares none)."""
+    accept = sets.hook(sets.name_of(cfg), "accepted_seeds")
     return list(range(first, first + count)) if accept is None else accept(cfg, first, count)
 
 
@@ -215,11 +215,11 @@ def make_instances(
 ) -> Instances:
     """Draw the instances of ``seeds`` with the configured data set and stack them."""
     name = sets.name_of(cfg)
-    draw = sets.hook(name, "INSTANCES")
+    draw = sets.hook(name, "instances")
     if draw is None:
         raise NotImplementedError(f"dataset={name} is drawn by its own experiment only")
     X, Y, Z, v, *rest = (t.to(dtype) for t in draw(cfg, seeds))
-    extra = dict(zip(getattr(sets.entry(name), "EXTRA", ("V",)), rest, strict=False))
+    extra = dict(zip(sets.entry(name).extra, rest, strict=False))
     mask = None
     if cfg.attention == Attention.sequential:  # every token a query: (i, k) rows, n -> n T
         from attnsvm.svm.masked import flatten_queries
