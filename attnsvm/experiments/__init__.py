@@ -52,7 +52,7 @@ import pkgutil
 from functools import cache
 
 from attnsvm.config.plugins import load_declared
-from attnsvm.experiments.experiment import Experiment
+from attnsvm.experiments.experiment import REQUIRED, Experiment
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 from attnsvm.svm.norm_names import FEASIBILITY
 
@@ -97,7 +97,10 @@ def entry(name: str, key: str = "experiment") -> Experiment:
     name = getattr(name, "value", name)
     builtin = _builtin()
     path = f"{__name__}.{name}" if name in builtin else name
-    accepted = f"{', '.join(builtin)}, or the import path of your own module"
+    accepted = (
+        f"{', '.join(builtin)}, or the import path of your own module declaring EXPERIMENT = "
+        f"Experiment({', '.join(f'{f}=...' for f in REQUIRED)})"
+    )
     module, declared = load_declared(path, "EXPERIMENT", Experiment, key, accepted)
     if not declared.doc and module.__doc__:
         declared = dataclasses.replace(declared, doc=module.__doc__)
