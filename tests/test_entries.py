@@ -129,3 +129,19 @@ def test_a_data_set_module_without_data_set_is_refused(tmp_path, monkeypatch):
     name = _module(tmp_path, monkeypatch, "mylab_set_old", "INSTANCES = 'm:f'\n")
     with pytest.raises(ConfigError, match=r"must declare DATA_SET = DataSet\(\.\.\.\)"):
         sets._declared(name, "ramp")
+
+
+def test_one_path_syntax_names_its_forms():
+    """``"module:function"`` everywhere (config/plugins.py); a config value may still say
+    ``"module.function"``; anything else is refused naming the accepted forms."""
+    from attnsvm.config.plugins import later, load_object
+
+    assert load_object("attnsvm.config.checks:plain_name", "head.kind")("x") == "x"
+    assert load_object("attnsvm.config.checks.plain_name", "head.kind")("x") == "x"
+    with pytest.raises(
+        ConfigError, match=r"head.kind='plain_name' is invalid: .*'module:function'"
+    ):
+        load_object("plain_name", "head.kind")
+    with pytest.raises(ValueError, match="not a 'module:function' path"):
+        later("attnsvm.config.checks.plain_name")
+    assert later("attnsvm.config.checks:plain_name")("y") == "y"
