@@ -51,6 +51,7 @@ import dataclasses
 import pkgutil
 from functools import cache
 
+from attnsvm.config.checks import ConfigError
 from attnsvm.config.plugins import load_declared
 from attnsvm.experiments.experiment import REQUIRED, Experiment
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
@@ -102,6 +103,8 @@ def entry(name: str, key: str = "experiment") -> Experiment:
         f"Experiment({', '.join(f'{f}=...' for f in REQUIRED)})"
     )
     module, declared = load_declared(path, "EXPERIMENT", Experiment, key, accepted)
+    if name in builtin and declared.name != name:  # experiment=NAME names the package
+        raise ConfigError(f"{path}.EXPERIMENT.name is {declared.name!r}, not {name!r}")
     if not declared.doc and module.__doc__:
         declared = dataclasses.replace(declared, doc=module.__doc__)
     return declared
