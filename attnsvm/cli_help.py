@@ -29,7 +29,7 @@ _FILE_NOTE = re.compile(r"\s*\([^()]*\.(py|md)\b[^()]*\)(?=[.?!]?$)")  # "(job.p
 def summary_line(name: str) -> str:
     """The first sentence of experiment ``name``'s docstring, without its ``experiment=NAME:``
     prefix or reST quotes."""
-    doc = " ".join((entry(name).__doc__ or "").split("\n\n")[0].split())
+    doc = " ".join(entry(name).doc.split("\n\n")[0].split())
     first = _SENTENCE.split(doc, maxsplit=1)[0].replace("``", "")
     first = _FILE_NOTE.sub("", re.sub(rf"^[^:]*\b{re.escape(name)}\b[^:]*:\s*", "", first))
     return first[:1].upper() + first[1:]

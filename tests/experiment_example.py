@@ -9,6 +9,7 @@ import time
 import pandas as pd
 
 from attnsvm.data.generators import make_instances
+from attnsvm.experiments.experiment import Experiment
 from attnsvm.results.contract import JobResult, config_columns
 from attnsvm.results.store import config_hash
 from attnsvm.train.heads import make_head
@@ -36,3 +37,6 @@ def run_job(cfg, progress=None):
 def summary_text(runs, seconds):
     share = runs.selected_opt_share.mean()
     return f"experiment_example: optimal token in {share:.0%} of sequences ({seconds:.2f} s)"
+
+
+EXPERIMENT = Experiment(name="experiment_example", run_job=run_job, summary_text=summary_text)

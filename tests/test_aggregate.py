@@ -238,22 +238,28 @@ def test_figure_commands_write_to_the_summary_folder(tmp_path):
 
 
 def test_each_point_is_summarised_in_its_experiments_declared_columns(monkeypatch):
-    """A module's COLUMNS (here a function of the point's runs) decides the counts, metrics,
-    keys, console columns and headers; a module without it gets the attention SVM's."""
+    """An experiment's columns (here a function of the point's runs) decide the counts, metrics,
+    keys, console columns and headers; one without them gets the attention SVM's."""
     import dataclasses
     import types
 
+    from attnsvm.experiments.experiment import Experiment
     from attnsvm.results.aggregate import Sweep, summarize_sweep, summary_table
     from attnsvm.results.columns import Columns
 
     plain = Columns(axes=(), counts={"kept": "kept"}, metrics=("gap",), console=("gap_mean",))
-    mine = types.ModuleType("mylab_cols")
-    mine.run_job = mine.summary_text = lambda *a: None
-    mine.COLUMNS = lambda runs: dataclasses.replace(
-        plain, labels={"gap": f"gap at lr={runs.lr.iloc[0]}"}
+
+    def columns(runs):
+        return dataclasses.replace(plain, labels={"gap": f"gap at lr={runs.lr.iloc[0]}"})
+
+    def nothing(*args):
+        return None
+
+    mine, bare = types.ModuleType("mylab_cols"), types.ModuleType("mylab_bare")
+    mine.EXPERIMENT = Experiment(
+        name="mine", run_job=nothing, summary_text=nothing, columns=columns
     )
-    bare = types.ModuleType("mylab_bare")
-    bare.run_job = bare.summary_text = lambda *a: None
+    bare.EXPERIMENT = Experiment(name="bare", run_job=nothing, summary_text=nothing)
     monkeypatch.setitem(sys.modules, "mylab_cols", mine)
     monkeypatch.setitem(sys.modules, "mylab_bare", bare)
     runs = pd.concat(

@@ -65,8 +65,8 @@ def test_load_sweep_sees_what_the_aggregator_sees(tmp_path):
 
 
 def test_an_experiment_of_ones_own_runs_like_a_built_in(tmp_path):
-    """A module with run_job and summary_text (tests/experiment_example.py) named in config:
-    the framework gives it validation, threads, the result contract and its summary."""
+    """A module declaring ``EXPERIMENT = Experiment(...)`` (tests/experiment_example.py) named
+    in config: the framework gives it validation, threads, the result contract and its summary."""
     cfg = attnsvm.compose(["experiment=experiment_example", *SMALL])
     res = attnsvm.run_job(cfg, out_dir=tmp_path / "mine")
     assert set(res.runs.status) == {"ok"} and res.runs.selected_opt_share.between(0, 1).all()
@@ -76,7 +76,7 @@ def test_an_experiment_of_ones_own_runs_like_a_built_in(tmp_path):
     with pytest.raises(ConfigError, match=accepted):
         attnsvm.compose(["experiment=gradient_descent"])
     with pytest.raises(
-        ConfigError, match="experiment='bits' is invalid.*bits has no run_job or summary"
+        ConfigError, match=r"experiment='bits' is invalid.*bits must declare EXPERIMENT = Exp"
     ):
         attnsvm.compose(["experiment=bits"])  # a module, but not an experiment
 

@@ -71,7 +71,7 @@ class Color(str, Enum):
             BuiltinOrPath(Color),
             ["red", "mylab.make"],
             ["", None],
-            "red, blue, or your module.function",
+            "red, blue, or your module:function",
         ),
         (NoneOr(Interval(int, 1)), [None, 3], [0], "null or integers >= 1"),
         (NoneOr(Interval(int, 1), silent=True), [None, 3], [0], "integers >= 1"),

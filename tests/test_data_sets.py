@@ -29,11 +29,11 @@ def test_every_data_set_has_its_option_file_and_a_draw_or_an_owner():
     for name in sets.names():
         conf = OmegaConf.load(CONF / f"{name}.yaml")
         assert conf.generator == name
-        module = sets.entry(name)
-        if getattr(module, "INSTANCES", None) is None:
+        data_set = sets.entry(name)
+        if data_set.instances is None:
             assert name in owners, f"{name} draws nothing and no experiment owns it"
         else:
-            assert callable(sets.later(module.INSTANCES)), name
+            assert callable(sets.later(data_set.instances)), name
     assert {p.stem for p in CONF.glob("*.yaml")} == set(sets.names())
 
 
@@ -47,7 +47,7 @@ def test_the_dataset_group_is_the_core_keys_and_every_data_set_s_own():
 
 
 def _own(name: str) -> set[str]:
-    config = getattr(sets.entry(name), "Config", None)
+    config = sets.entry(name).Config
     return set() if config is None else {f.name for f in dataclasses.fields(config)}
 
 
@@ -74,9 +74,7 @@ MINE = '''
 from dataclasses import dataclass
 
 from attnsvm.config.checks import require
-
-NAME = "ramp"
-INSTANCES = "{module}:ramp_instances"
+from attnsvm.data.data_set import DataSet
 
 
 @dataclass
@@ -86,6 +84,9 @@ class Config:
 
 def check(ds) -> None:
     require(ds.slope > 0, "dataset.slope", "floats > 0", ds.slope)
+
+
+DATA_SET = DataSet(name="ramp", Config=Config, instances="{module}:ramp_instances", check=check)
 '''
 
 DRAW = """

@@ -178,11 +178,11 @@ def test_publish_refuses_unfinished_or_stale_sweeps(tmp_path):
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # the README's hypothetical plug-ins -> the runnable examples in tests/
 EXAMPLES = {
-    "mylab.data.make": "userdata_example.make",
+    "mylab.data:make": "userdata_example:make",
     "mylab.my_experiment": "experiment_example",
-    "mylab.heads.make": "head_example.make",
-    "mylab.optim.make": "optim_example.make",
-    "mylab.norms.make": "norm_example.make",
+    "mylab.heads:make": "head_example:make",
+    "mylab.optim:make": "optim_example:make",
+    "mylab.norms:make": "norm_example:make",
     "my_tokens.npz": str(REPO / "tests" / "data" / "tiny.npz"),
 }
 DOCUMENTED_INVALID = {"dataset.T=8,1"}  # the docs' own example of an invalid sweep point

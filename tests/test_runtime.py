@@ -8,7 +8,6 @@ import torch
 from threadpoolctl import threadpool_info
 
 from attnsvm.config import RunConfig
-from attnsvm.experiments import multitoken, regpath
 from attnsvm.job import run_job
 from attnsvm.runtime import limit_threads, mkl_cnr_mode
 
@@ -38,9 +37,8 @@ def test_every_experiment_runs_within_the_threads_limit(monkeypatch, experiment)
         seen["blas"] = {pool["num_threads"] for pool in threadpool_info()}
         raise StopIteration
 
-    for module, name in ((multitoken, "run_job"), (regpath, "run_job")):
-        monkeypatch.setattr(module, name, record)
-    monkeypatch.setattr("attnsvm.experiments.gd.run_job", record)
+    for module in ("gd.pipeline", "multitoken.job", "regpath.job"):  # what EXPERIMENT.run_job calls
+        monkeypatch.setattr(f"attnsvm.experiments.{module}.run_job", record)
     torch.set_num_threads(2)
     try:
         with pytest.raises(StopIteration):

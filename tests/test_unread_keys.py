@@ -1,4 +1,4 @@
-"""An experiment reads only what it declares (attnsvm/experiments/__init__.py: READS): a key it
+"""An experiment reads only what it declares (attnsvm/experiments/__init__.py: reads): a key it
 does not read, set away from its default, is refused at composition naming what it reads
 instead, and nothing is written (a single run, a sweep, the Python API). Every shipped sweep
 file composes under the rule: tests/test_sweeps.py composes every value of every axis."""
@@ -83,13 +83,13 @@ def test_a_run_config_built_by_hand_is_refused_before_it_runs():
 
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_declared_read_is_a_key_of_the_config(name):
-    """A misspelt READS or INSTEAD entry fails here, not silently."""
+    """A misspelt ``reads`` or ``instead`` entry fails here, not silently."""
     module = entry(name)
     keys = flatten(plain(run_config_class()()))
     core = {f.name for f in dataclasses.fields(run_config_class())}
-    for read in getattr(module, "READS", ()):
-        assert read == "*" or read in core or read in keys, f"{name}: READS {read!r}"
-    for core_key, mine in getattr(module, "INSTEAD", {}).items():
+    for read in module.reads or ():
+        assert read == "*" or read in core or read in keys, f"{name}: reads {read!r}"
+    for core_key, mine in module.instead.items():
         assert core_key in keys and not reads_key(module, core_key), f"{name}: {core_key}"
         assert mine.split(".")[0] == group_of(module) and mine in keys, f"{name}: {mine}"
 

@@ -106,5 +106,5 @@ def experiment_benches(quick: bool, names: tuple[str, ...] | None = None) -> dic
     """experiment -> its entry's ``bench_cases(quick)`` ({case: {"batched", "alone", ...}}),
     for every built-in experiment (or those of ``names``) that declares it, in registry order."""
     names = builtin_names() if names is None else names
-    cases = {n: getattr(entry(n), "bench_cases", None) for n in names}
+    cases = {n: entry(n).bench_cases for n in names}
     return {n: run(quick) for n, run in cases.items() if callable(run)}

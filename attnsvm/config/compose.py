@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib
 import re
 
 from omegaconf import DictConfig, OmegaConf, ValueNode
 
 from attnsvm.config.checks import ConfigError
+from attnsvm.config.plugins import later
 from attnsvm.config.resolve import resolve
 from attnsvm.config.schema import (
     DatasetBase,
@@ -158,15 +158,6 @@ def check_override_keys(overrides: list[str]) -> None:
             node, path = node[part], [*path, part]
 
 
-def _later(module: str, name: str):
-    """A resolver that imports its module when a sweep file first uses it."""
-
-    def call(*args):
-        return getattr(importlib.import_module(module), name)(*args)
-
-    return call
-
-
 def register_configs() -> None:
     """Register the schemas in Hydra's ConfigStore; YAML options in conf/ extend them."""
     from hydra.core.config_store import ConfigStore
@@ -175,7 +166,8 @@ def register_configs() -> None:
 
     resolvers = {**sets.omegaconf_resolvers(), "attnsvm_help": "attnsvm.cli_help:header"}
     for name, path in resolvers.items():
-        OmegaConf.register_new_resolver(name, _later(*path.split(":")), replace=True)
+        # imported when a sweep file first uses it
+        OmegaConf.register_new_resolver(name, later(path), replace=True)
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=run_config_class())
     nodes = {**CORE_GROUPS, "dataset": sets.dataset_class()}

@@ -123,8 +123,9 @@ StrOptions = Options  # scikit-learn's name for options that are strings
 
 @dataclass(frozen=True)
 class BuiltinOrPath(Constraint):
-    """A built-in's name (an enum's value) or the import path of your own ``module.function``;
-    the path is imported and checked at resolution (attnsvm/config/resolve.py)."""
+    """A built-in's name (an enum's value) or the import path of your own ``module:function``
+    (config/plugins.py: ``module.function`` too); the path is imported and checked at resolution
+    (attnsvm/config/resolve.py)."""
 
     builtin: type[Enum]
 
@@ -132,10 +133,10 @@ class BuiltinOrPath(Constraint):
         return isinstance(plain_name(value), str) and bool(plain_name(value))
 
     def describe(self) -> str:
-        return f"{Options(self.builtin).describe()}, or your module.function"
+        return f"{Options(self.builtin).describe()}, or your module:function"
 
     def markdown(self) -> str:
-        return f"{Options(self.builtin).markdown()}, or your `module.function`"
+        return f"{Options(self.builtin).markdown()}, or your `module:function`"
 
 
 @dataclass(frozen=True)

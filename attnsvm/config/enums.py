@@ -35,7 +35,7 @@ class Init(str, Enum):
     zeros = "zeros"
     normal = "normal"  # init_scale * N(0, 1)
     cone = "cone"  # c * W^mm_alpha / ||W^mm_alpha|| + noise, alpha locally optimal, not global
-    published = "published"  # seed s starts from the data set's s-th published start (its INITS)
+    published = "published"  # seed s starts from the data set's s-th published start (its inits)
 
 
 class Optimizer(str, Enum):

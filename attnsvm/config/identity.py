@@ -2,7 +2,7 @@
 
 The hash is what lets a sweep resume: a job whose hash has finished results is skipped. So keys
 added after results were first written enter it only away from their defaults, and an
-experiment's own config group (declared ``HASH_NEUTRAL`` in its package) only when it is not at
+experiment's own config group (declared ``hash_neutral`` in its EXPERIMENT) only when it is not at
 its defaults: sweep directories written before a key existed keep their identities.
 """
 

@@ -28,16 +28,17 @@ RESOLVED = "_attnsvm_resolved"  # set on a resolved run (not a field: never in i
 
 def resolve_dataset(ds: DatasetBase) -> DatasetBase:
     """The data set with n, T, d (and a file's digest) taken from the data, checked again
-    (the data set's ``RESOLVE``: attnsvm/data/sets/)."""
+    (the data set's ``resolve``: attnsvm/data/sets/)."""
     from attnsvm.data import sets
 
-    fill = sets.hook(ds.generator.value, "RESOLVE")
+    fill = sets.hook(ds.generator.value, "resolve")
     filled = None if fill is None else fill(ds)
     return dataclasses.replace(ds, **filled) if filled else ds
 
 
 def _plugin(value, builtin: type[Enum], key: str):
-    """A built-in's member as it is; any other value must import as a "module.function"."""
+    """A built-in's member as it is; any other value must import as a "module:function"
+    (config/plugins.py: the one path syntax)."""
     if isinstance(value, builtin):
         return value
     try:
@@ -78,7 +79,7 @@ def resolve(run: RunConfig) -> RunConfig:
     run.optimizer.kind = _plugin(run.optimizer.kind, Optimizer, "optimizer.kind")
     run.head.kind = _plugin(run.head.kind, Head, "head.kind")
     run.solver.norms = _norms(run.solver.norms, run.parameterization.kind)
-    for check in (*RULES, getattr(module, "check", None)):
+    for check in (*RULES, module.check):
         if check is not None:
             check(run)
     check_reads(run, module)
@@ -94,7 +95,7 @@ def train_engine(run: RunConfig) -> Engine | None:
     from attnsvm.train.engine_choice import resolve_engine
 
     module = entry(run.experiment)
-    unfit = getattr(module, "FUSED_UNFIT", None)
+    unfit = module.fused_unfit
     return resolve_engine(
         run.engine,
         run.device,

@@ -1,6 +1,6 @@
 """Rules across config groups that hold for every experiment; an experiment adds its own
-(``check`` in its package) and declares which core groups and keys it reads (``READS``) and which
-data sets only it reads (``DATASETS``): attnsvm/experiments/__init__.py. A key it does not read
+(``check`` in its package) and declares which core groups and keys it reads (``reads``) and which
+data sets only it reads (``datasets``): attnsvm/experiments/__init__.py. A key it does not read
 is refused away from its default (``check_unread``): a row never records a value that did not act.
 
 Each rule takes the run being resolved and raises a ConfigError naming the key and what to do.
@@ -46,7 +46,7 @@ def w_only_optimizers(run) -> None:
 
 
 def relu_head_needs_values(run) -> None:
-    """head=relu reads the value matrix V, which only some data sets give (their ``VALUES``)."""
+    """head=relu reads the value matrix V, which only some data sets give (their ``values``)."""
     from attnsvm.data import sets
 
     if run.head.kind == Head.relu and not sets.gives_values(run):
@@ -63,7 +63,7 @@ def dataset_rules(run) -> None:
     """The data set's own rules across groups (``check_run`` of attnsvm/data/sets/<name>)."""
     from attnsvm.data import sets
 
-    check = getattr(sets.entry(run.dataset.generator.value), "check_run", None)
+    check = sets.entry(run.dataset.generator.value).check_run
     if check is not None:
         check(run)
 
@@ -171,7 +171,7 @@ def _defaults() -> dict:
 
 
 def check_unread(run, module) -> None:
-    """Refuse every key the experiment does not read (``READS``) set away from its default,
+    """Refuse every key the experiment does not read (its ``reads``) set away from its default,
     naming what it reads instead. OPTIONAL_READS keys have their own check (``check_reads``)."""
     defaults, name = _defaults(), name_of(module)
     keys = flatten(plain(run))

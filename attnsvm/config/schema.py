@@ -128,7 +128,7 @@ class ParameterizationConfig:
 
 @dataclass
 class OptimizerConfig:
-    kind: str = Optimizer.ngd.value  # a built-in (Optimizer) or your factory's "module.make"
+    kind: str = Optimizer.ngd.value  # a built-in (Optimizer) or your factory's "module:make"
     lr: float = 0.1
     steps: int = 2000
     eps: float = 2.220446049250313e-16  # added to ||grad|| in ngd (the published value)
@@ -187,7 +187,7 @@ class SolverConfig:
 
 @dataclass
 class HeadConfig:
-    kind: str = Head.linear.value  # a built-in (Head) or your factory's path "module.make"
+    kind: str = Head.linear.value  # a built-in (Head) or your factory's path "module:make"
     lam: float = 0.0  # lambda head: f_i = v^T xbar_i - lam * ||xbar_i||^2
     kwargs: dict[str, Any] = field(default_factory=dict)  # your head's arguments
     train: bool = False  # linear head: train v jointly with the attention (its own step rule)

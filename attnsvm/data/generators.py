@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from attnsvm.config.enums import Attention
-from attnsvm.config.schema import DatasetBase as DatasetConfig
+from attnsvm.config.schema import DatasetBase
 from attnsvm.data import sets
 from attnsvm.train.batchops import dot_last, matmul, sum_last
 
@@ -93,7 +93,7 @@ def queries(X: torch.Tensor, Z: torch.Tensor, attention: Attention, query_index:
     return Z
 
 
-def random_instances(cfg: DatasetConfig, seeds: list[int]):
+def random_instances(cfg: DatasetBase, seeds: list[int]):
     """The published random generator for every seed, stacked (float32 draws)."""
     draws = [published_instance(s, cfg.n, cfg.T, cfg.d) for s in seeds]
     return tuple(torch.stack([dr[k] for dr in draws]) for k in range(4))
@@ -115,13 +115,13 @@ def relu_instance(seed: int, n: int, T: int, d: int):
     return X, Y, Z, torch.ones(d) / d**0.5, V
 
 
-def relu_instances(cfg: DatasetConfig, seeds: list[int]):
+def relu_instances(cfg: DatasetBase, seeds: list[int]):
     """The ReLU-head generator for every seed, stacked: (X, Y, Z, v, V) in float32."""
     draws = [relu_instance(s, cfg.n, cfg.T, cfg.d) for s in seeds]
     return tuple(torch.stack([dr[k] for dr in draws]) for k in range(5))
 
 
-def orthonormal_instances(cfg: DatasetConfig, seeds: list[int]):
+def orthonormal_instances(cfg: DatasetBase, seeds: list[int]):
     """Orthonormal tokens (T <= d) with Y = +1, for the lambda head: v, X, Z drawn per seed.
 
     The tokens of sequence i are the right singular vectors of a Gaussian (T, d) matrix.
@@ -170,8 +170,8 @@ def paths_instance(seed: int, T: int) -> tuple[torch.Tensor, ...]:
     return X, Y, Z, v
 
 
-def paths_instances(cfg: DatasetConfig, seeds: list[int]):
-    """The 2-D path data sets (n = 2, d = 2, T = 3 or 5: DatasetConfig checks) for every seed."""
+def paths_instances(cfg: DatasetBase, seeds: list[int]):
+    """The 2-D path data sets (n = 2, d = 2, T = 3 or 5: dataset=paths checks) for every seed."""
     draws = [paths_instance(s, cfg.T) for s in seeds]
     return tuple(torch.stack([dr[k] for dr in draws]) for k in range(4))
 
@@ -181,7 +181,7 @@ def paths_instances(cfg: DatasetConfig, seeds: list[int]):
 JOINT2D_X = [[[-2.7, 1.2], [1.4, 2.1], [1.3, -0.1]], [[0.4, -2.2], [-1.1, -0.4], [0.9, 0.1]]]
 
 
-def joint2d_instances(cfg: DatasetConfig, seeds: list[int]):
+def joint2d_instances(cfg: DatasetBase, seeds: list[int]):
     """The same hand-placed data for every seed: X (2, 3, 2), Y = (1, -1), z_i = x_i0,
     v = 0 (the head starts at zero and is trained: head.train=true)."""
     X = torch.tensor(JOINT2D_X)
@@ -189,7 +189,7 @@ def joint2d_instances(cfg: DatasetConfig, seeds: list[int]):
     return tuple(torch.stack([t] * len(seeds)) for t in draw)
 
 
-def relu_accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
+def relu_accepted_seeds(cfg: DatasetBase, first: int, count: int) -> list[int]:
     """The ReLU-head generator skips instances whose labels are all +1 (the published notebook
     draws further seeds until enough are accepted)."""
     seeds, seed = [], first
@@ -200,26 +200,26 @@ def relu_accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]
     return seeds
 
 
-def accepted_seeds(cfg: DatasetConfig, first: int, count: int) -> list[int]:
+def accepted_seeds(cfg: DatasetBase, first: int, count: int) -> list[int]:
     """The first ``count`` seeds from ``first`` on that the data set accepts (its
-    ``ACCEPTED_SEEDS``; every seed where it declares none)."""
-    accept = sets.hook(sets.name_of(cfg), "ACCEPTED_SEEDS")
+    ``accepted_seeds``; every seed where it declares none)."""
+    accept = sets.hook(sets.name_of(cfg), "accepted_seeds")
     return list(range(first, first + count)) if accept is None else accept(cfg, first, count)
 
 
 def make_instances(
-    cfg: DatasetConfig,
+    cfg: DatasetBase,
     seeds: list[int],
     dtype: torch.dtype = torch.float64,
     device: str | torch.device = "cpu",
 ) -> Instances:
     """Draw the instances of ``seeds`` with the configured data set and stack them."""
     name = sets.name_of(cfg)
-    draw = sets.hook(name, "INSTANCES")
+    draw = sets.hook(name, "instances")
     if draw is None:
         raise NotImplementedError(f"dataset={name} is drawn by its own experiment only")
     X, Y, Z, v, *rest = (t.to(dtype) for t in draw(cfg, seeds))
-    extra = dict(zip(getattr(sets.entry(name), "EXTRA", ("V",)), rest, strict=False))
+    extra = dict(zip(sets.entry(name).extra, rest, strict=False))
     mask = None
     if cfg.attention == Attention.sequential:  # every token a query: (i, k) rows, n -> n T
         from attnsvm.svm.masked import flatten_queries

@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from attnsvm.config.schema import DatasetBase as DatasetConfig
+from attnsvm.config.schema import DatasetBase
 from attnsvm.data.sets import dataset_class
 from attnsvm.data.sets.nexttoken import Embedding, Graphs
 from attnsvm.svm.graph import is_cyclic, scc_table
@@ -56,7 +56,7 @@ class NTInstances:
     attempts: np.ndarray  # (R,)
 
 
-def embeddings(cfg: DatasetConfig, g: torch.Generator) -> torch.Tensor:
+def embeddings(cfg: DatasetBase, g: torch.Generator) -> torch.Tensor:
     """(K, d) unit embeddings: random (published: Gaussian float32 rows, normalized in
     float64), orthonormal (rows of a QR factor), equicorr (sqrt(rho) c_0 + sqrt(1-rho) c_j)."""
     K, d = cfg.K, cfg.d
@@ -69,7 +69,7 @@ def embeddings(cfg: DatasetConfig, g: torch.Generator) -> torch.Tensor:
     return math.sqrt(cfg.rho) * Q[0] + math.sqrt(1 - cfg.rho) * Q[1 : K + 1]
 
 
-def _sequences(cfg: DatasetConfig, g: torch.Generator):
+def _sequences(cfg: DatasetBase, g: torch.Generator):
     n, T, K = cfg.n, cfg.T, cfg.K
     if cfg.ids is not None:  # your sequences: no draws
         return torch.tensor(cfg.ids), torch.tensor(cfg.labels)
@@ -81,7 +81,7 @@ def _sequences(cfg: DatasetConfig, g: torch.Generator):
     return ids, labels
 
 
-def _fits(cfg: DatasetConfig, ids: np.ndarray, labels: np.ndarray) -> bool:
+def _fits(cfg: DatasetBase, ids: np.ndarray, labels: np.ndarray) -> bool:
     if cfg.graphs == Graphs.any:
         return True
     cyclic = is_cyclic(scc_table(ids, ids == labels[:, None], cfg.K), ids[:, -1])
@@ -95,7 +95,7 @@ def _init_block(d: int, g: torch.Generator) -> np.ndarray:
     return w.double().numpy()
 
 
-def draw_instance(cfg: DatasetConfig, g: torch.Generator, max_attempts: int = 100_000):
+def draw_instance(cfg: DatasetBase, g: torch.Generator, max_attempts: int = 100_000):
     """One instance in the published order; None if no draw fits within max_attempts."""
     for attempt in range(1, max_attempts + 1):
         E = embeddings(cfg, g).numpy()
@@ -119,7 +119,7 @@ def _published_stream(frozen: tuple, count: int) -> tuple:
     return tuple(draw_instance(cfg, g) for _ in range(count))
 
 
-def _frozen(cfg: DatasetConfig) -> tuple:
+def _frozen(cfg: DatasetBase) -> tuple:
     """The keys an instance depends on, hashable (the stream's cache key)."""
     keys = ("generator", "n", "T", "d", "K", "embedding", "rho", "graphs", "notebook", "draws")
     own = tuple(map(tuple, cfg.ids)) if cfg.ids is not None else None
@@ -127,14 +127,14 @@ def _frozen(cfg: DatasetConfig) -> tuple:
     return (*((k, getattr(cfg, k)) for k in keys), ("ids", own), ("labels", labels))
 
 
-def instance(cfg: DatasetConfig, seed: int) -> NTInstance | None:
+def instance(cfg: DatasetBase, seed: int) -> NTInstance | None:
     """Instance ``seed``: its own generator (per_seed) or the published stream's seed-th."""
     if cfg.draws.value == "published":
         return _published_stream(_frozen(cfg), seed + 1)[seed]
     return draw_instance(cfg, torch.Generator().manual_seed(seed))
 
 
-def make_nexttoken(cfg: DatasetConfig, seeds: list[int]) -> tuple[NTInstances, dict]:
+def make_nexttoken(cfg: DatasetBase, seeds: list[int]) -> tuple[NTInstances, dict]:
     """Instances of ``seeds`` stacked, and {seed: reason} of those none could be drawn for."""
     got, missing = {}, {}
     for s in seeds:

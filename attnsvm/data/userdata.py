@@ -1,7 +1,7 @@
 """Your own instances, without editing attnsvm: ``dataset=file`` and ``dataset=callable``.
 
     python -m attnsvm.run dataset=file dataset.path=my_tokens.npz seeds=4
-    python -m attnsvm.run dataset=callable dataset.target=mylab.data.make dataset.n=5
+    python -m attnsvm.run dataset=callable dataset.target=mylab.data:make dataset.n=5
 
 Arrays (R instances; for a file, instance r is the row of ``seed = r``):
 

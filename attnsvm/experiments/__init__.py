@@ -2,39 +2,44 @@
 
 The registry knows no experiment by name: the built-ins are the packages in this folder, found
 when first asked for, and your own is any importable module (``experiment=mylab.my_exp``).
-Both are the same kind of entry, a module that declares what it is and what it needs:
+Both are the same kind of entry, a module that declares what it is and what it needs as one
+object of the class ``Experiment`` (attnsvm/experiments/experiment.py):
 
-    NAME = "icl"                     # optional for your own (its import path names it)
-    Config = IclConfig               # optional: its config group (a dataclass), key CONFIG_GROUP
-    CONFIG_GROUP = "icl"             #   (default: NAME)
-    def run_job(run, progress=None) -> JobResult      # all seeds of one job
-    def summary_text(runs, seconds) -> str            # printed after the run
-    def figures(runs, trajectory, out_dir, sweep=None) -> list  # optional: aggregate draws
-                                     #   (its own jobs' rows only, in a sweep of several)
-    COLUMNS = Columns(...)           # optional: its summary, console table and report columns
+    EXPERIMENT = Experiment(
+        name="icl",                  # experiment=NAME (yours: the name its messages use)
+        run_job=run_job,             # (run, progress=None) -> JobResult: all seeds of one job
+        summary_text=summary_text,   # (runs, seconds) -> str, printed after the run
+        Config=IclConfig,            # optional: its config group (a dataclass), at key
+        config_group="icl",          #   config_group (default: name)
+        figures=figures,             # optional: (runs, trajectory, out_dir, sweep=None) -> list,
+                                     #   aggregate draws (its own jobs' rows only)
+        columns=Columns(...),        # optional: its summary, console table and report columns
                                      #   (attnsvm/results/columns.py), or a function of one
                                      #   config point's runs returning them; default: the
                                      #   attention SVM's (ranks, corr_fro / corr_nuc, feasible)
-    def check(run) -> None           # optional: rules across groups, raising ConfigError
-    READS = ("solver", "metrics.epsilon")  # the core groups and keys it reads, beyond its own
-                                     #   group and COMMON_READS; an OPTIONAL_READS key only
-                                     #   by its name; ("*",): every core key (gd); without
-                                     #   READS (your own module): every core group
-    INSTEAD = {"optimizer.kind": "icl.optimizer"}  # optional: its key read in place of a core
-                                     #   key it does not read (default: the same name in its
-                                     #   group; for <group>.kind, its key named <group>)
-    DATASETS = ("nexttoken",)        # optional: data sets only it reads
-    FUSED_UNFIT = "why"              # optional: why its training cannot use the fused kernel
-    HASH_NEUTRAL = True              # its group enters the job hash only when not default
-    def published() -> list          # optional: its sweeps' rows of the README's results tables
-                                     #   (attnsvm/results/published.py: Published)
-    def bench_cases(quick) -> dict   # optional: its own cases of python -m attnsvm.bench,
-                                     #   {case: {"batched": x, "alone": y, ...}}, seed-runs per
-                                     #   CPU second batched vs one seed at a time
-A function whose code imports torch is best named, not imported: ``run_job =
-later("mylab.exp.job:run_job")`` (attnsvm/config/plugins.py) imports it when first called, so
-finding the entries stays light. (A function's name must not be one of its package's modules:
-importing ``pkg.bench`` rebinds the attribute ``pkg.bench`` to that module.)
+        check=check,                 # optional: (run) -> None, rules across groups, raising
+                                     #   ConfigError
+        reads=("solver", "metrics.epsilon"),  # the core groups and keys it reads, beyond its
+                                     #   own group and COMMON_READS; an OPTIONAL_READS key only
+                                     #   by its name; ("*",): every core key (gd); None (the
+                                     #   default): every core group
+        instead={"optimizer.kind": "icl.optimizer"},  # optional: its key read in place of a
+                                     #   core key it does not read (default: the same name in
+                                     #   its group; for <group>.kind, its key named <group>)
+        datasets=("nexttoken",),     # optional: data sets only it reads
+        fused_unfit="why",           # optional: why its training cannot use the fused kernel
+        hash_neutral=True,           # its group enters the job hash only when not default
+        published=published,         # optional: () -> its sweeps' rows of the README's results
+                                     #   tables (attnsvm/results/published.py: Published)
+        bench_cases=bench_cases,     # optional: (quick) -> {case: {"batched": x, "alone": y}},
+                                     #   its own cases of python -m attnsvm.bench
+        doc=__doc__,                 # optional: what it is (default: its module's docstring)
+    )
+
+The fields are checked when it is built: a misspelt, missing or mistyped field fails there
+with its name, and a module without ``EXPERIMENT`` is refused when named. A function whose code
+imports torch is best named, not imported: ``run_job=later("mylab.exp.job:run_job")``
+(attnsvm/config/plugins.py) imports it when first called, so finding the entries stays light.
 
 Everything around it is the core's, the same for built-ins and plug-ins: composition and
 validation, thread limits, the job hash, the result contract and resume, sweeps, aggregation.
@@ -43,18 +48,17 @@ validation, thread limits, the job hash, the result contract and resume, sweeps,
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import pkgutil
 from functools import cache
-from types import ModuleType
 
 from attnsvm.config.checks import ConfigError
+from attnsvm.config.plugins import load_declared
+from attnsvm.experiments.experiment import REQUIRED, Experiment
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 from attnsvm.svm.norm_names import FEASIBILITY
 
-PROTOCOL = ("run_job", "summary_text")
 # the run keys the core reads for every experiment; any other key a user sets must be one the
-# experiment declares it reads (READS), else it is refused at composition (config/rules.py)
+# experiment declares it reads (reads), else it is refused at composition (config/rules.py)
 COMMON_READS = (
     "experiment",
     "seeds",
@@ -88,111 +92,99 @@ def _builtin() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg)
 
 
-def _import(path: str, key: str) -> ModuleType:
-    try:
-        return importlib.import_module(path)
-    except ImportError as exc:
-        raise ConfigError(
-            f"{key}={path!r} is invalid: accepted values are {', '.join(_builtin())}, or the "
-            f"import path of your own module with {' and '.join(PROTOCOL)} ({exc})"
-        ) from None
-
-
 @cache
-def entry(name: str, key: str = "experiment") -> ModuleType:
-    """The module of experiment ``name``; a ConfigError names what is wrong with it."""
+def entry(name: str, key: str = "experiment") -> Experiment:
+    """The ``Experiment`` of experiment ``name``, checked: a ConfigError names what is wrong."""
     name = getattr(name, "value", name)
     builtin = _builtin()
-    module = _import(f"{__name__}.{name}" if name in builtin else name, key)
-    missing = [f for f in PROTOCOL if not callable(getattr(module, f, None))]
-    if missing:
-        accepted = ", ".join(builtin)
-        raise ConfigError(
-            f"{key}={name!r} is invalid: accepted values are {accepted}, or the import path of "
-            f"your own module with {' and '.join(PROTOCOL)} ({module.__name__} has no "
-            f"{' or '.join(missing)})"
-        )
-    return module
+    path = f"{__name__}.{name}" if name in builtin else name
+    accepted = (
+        f"{', '.join(builtin)}, or the import path of your own module declaring EXPERIMENT = "
+        f"Experiment({', '.join(f'{f}=...' for f in REQUIRED)})"
+    )
+    module, declared = load_declared(path, "EXPERIMENT", Experiment, key, accepted)
+    if name in builtin and declared.name != name:  # experiment=NAME names the package
+        raise ConfigError(f"{path}.EXPERIMENT.name is {declared.name!r}, not {name!r}")
+    if not declared.doc and module.__doc__:
+        declared = dataclasses.replace(declared, doc=module.__doc__)
+    return declared
 
 
 module_of = entry  # the name before the house move
 
 
-def name_of(module: ModuleType) -> str:
-    return getattr(module, "NAME", module.__name__)
+def name_of(experiment: Experiment) -> str:
+    return experiment.name
 
 
-def group_of(module: ModuleType) -> str | None:
+def group_of(experiment: Experiment) -> str | None:
     """The key of the experiment's config group, or None when it has none."""
-    if getattr(module, "Config", None) is None:
-        return None
-    return getattr(module, "CONFIG_GROUP", name_of(module))
+    return experiment.group
 
 
-def hash_neutral(module: ModuleType) -> bool:
-    return bool(getattr(module, "HASH_NEUTRAL", True))
+def hash_neutral(experiment: Experiment) -> bool:
+    return experiment.hash_neutral
 
 
-def reads(module: ModuleType) -> set[str]:
+def reads(experiment: Experiment) -> set[str]:
     """Options of OPTIONAL_READS the experiment reads ("*": all of them)."""
-    got = set(getattr(module, "READS", ()))
+    got = set(experiment.reads or ())
     return set(OPTIONAL_READS) if "*" in got else got
 
 
-def reads_key(module: ModuleType, key: str) -> bool:
+def reads_key(experiment: Experiment, key: str) -> bool:
     """Whether the experiment reads the dotted config ``key`` (an OPTIONAL_READS key is read
     only where named: ``reads``)."""
     top = key.split(".")[0]
-    if top == group_of(module) or top in COMMON_READS:
+    if top == experiment.group or top in COMMON_READS:
         return True
     if top in config_groups():  # another experiment's group
         return False
-    got = getattr(module, "READS", None)
+    got = experiment.reads
     if got is None or "*" in got:
         return True
     return any(key == r or key.startswith(r + ".") for r in got)
 
 
-def read_groups(module: ModuleType) -> list[str]:
+def read_groups(experiment: Experiment) -> list[str]:
     """What the experiment reads, for a message: its group, the core groups (``group.*``) and
     keys it declares, the common run keys."""
     from attnsvm.config.schema import RunConfig
 
     core = dataclasses.fields(RunConfig)
     groups = {f.name for f in core if dataclasses.is_dataclass(f.default_factory)}
-    got = getattr(module, "READS", None)
+    got = experiment.reads
     if got is None or "*" in got:  # every core key ("*": the optional ones too)
         every = got is not None
         got = [f.name for f in core if every or f.name not in OPTIONAL_READS]
-    own = [group_of(module)] if group_of(module) else []
+    own = [experiment.group] if experiment.group else []
     mine = [f"{k}.*" if k in groups or k in own else k for k in [*own, *got]]
     return [*mine, *(k for k in COMMON_READS if k not in mine)]
 
 
-def instead(module: ModuleType, key: str) -> str | None:
-    """The key of its own group that the experiment reads in place of core ``key``: INSTEAD's,
-    else the same name in its group (``<group>.kind``: its key named ``<group>``)."""
-    declared = getattr(module, "INSTEAD", {})
-    if key in declared:
-        return declared[key]
-    group = group_of(module)
+def instead(experiment: Experiment, key: str) -> str | None:
+    """The key of its own group that the experiment reads in place of core ``key``: its
+    ``instead``'s, else the same name in its group (``<group>.kind``: its key named ``<group>``)."""
+    if key in experiment.instead:
+        return experiment.instead[key]
+    group = experiment.group
     if group is None or "." not in key:
         return None
     top, _, name = key.partition(".")
     name = top if name == "kind" else name
-    names = {f.name for f in dataclasses.fields(module.Config)}
+    names = {f.name for f in dataclasses.fields(experiment.Config)}
     return f"{group}.{name}" if name in names else None
 
 
 def config_groups() -> dict[str, type]:
     """group key -> Config dataclass of every built-in experiment that has one."""
-    mods = [entry(n) for n in builtin_names()]
-    return {group_of(m): m.Config for m in mods if group_of(m) is not None}
+    found = [entry(n) for n in builtin_names()]
+    return {e.group: e.Config for e in found if e.group is not None}
 
 
 def dataset_owners() -> dict[str, str]:
     """data set -> the built-in experiment that alone reads it."""
-    return {d: name_of(m) for m in map(entry, builtin_names()) for d in getattr(m, "DATASETS", ())}
+    return {d: e.name for e in map(entry, builtin_names()) for d in e.datasets}
 
 
 @cache

@@ -10,7 +10,7 @@ jobs are reported, never fatal. Written to ``--out`` (default ``SWEEP_DIR/summar
 
 * ``all_runs.parquet``: every seed's row of every job, the swept keys as columns;
 * ``summary.parquet`` / ``summary.csv``: one row per config point, in its experiment's own
-  columns (its entry's ``COLUMNS``, attnsvm/results/columns.py): seed counts (feasible,
+  columns (its entry's ``columns``, attnsvm/results/columns.py): seed counts (feasible,
   accepted, ...), convergence types, mean / std / count of each of its metrics;
 * each experiment's figures (PNG and PDF), drawn from its own jobs (its entry's ``figures``);
 
@@ -240,7 +240,7 @@ def summarize(runs: pd.DataFrame, by: list[str], columns: Columns = DEFAULT) -> 
 
 
 def summarize_sweep(sweep: Sweep) -> pd.DataFrame:
-    """``summarize`` of each config point under its experiment's declaration (``COLUMNS``),
+    """``summarize`` of each config point under its experiment's declaration (``columns``),
     keyed by the declaration's axes and the swept keys; rows sorted by the keys. What the
     console and the report show of it: ``.attrs["columns"]`` (``columns.shown``)."""
     from attnsvm.experiments import entry
@@ -343,7 +343,7 @@ def experiment_figures(sweep: Sweep, out: Path) -> list[Path]:
 
     written = []
     for name, mine in experiment_sweeps(sweep).items():
-        draw = getattr(entry(name), "figures", None)
+        draw = entry(name).figures
         if draw is not None:
             written += draw(mine.runs, mine.trajectory, out, sweep=mine)
     return written

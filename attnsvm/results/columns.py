@@ -1,27 +1,26 @@
 """What an experiment's summary, console table and report show, declared by the experiment:
-its entry's ``COLUMNS`` (attnsvm/experiments/__init__.py). The aggregator and the report read
+its entry's ``columns`` (attnsvm/experiments/__init__.py). The aggregator and the report read
 the declaration and know no experiment.
 
     from attnsvm.results.columns import Columns
 
-    COLUMNS = Columns(
+    columns=Columns(                               # a field of its EXPERIMENT
         axes=(),                                   # no (n, T, d): its own keys name a point
         counts={},                                 # no feasible seeds to count
         metrics=("icl_loss", "corr_limit"),        # mean / std / count per config point
         console=("icl_loss_mean", "corr_limit_mean"),
         labels={"corr_limit": "corr(A, Γ⁻¹)"},
-    )
+    ),
 
-``COLUMNS`` may instead be a function of one config point's runs returning a ``Columns`` (e.g.
+``columns`` may instead be a function of one config point's runs returning a ``Columns`` (e.g.
 a p-model point speaks of p^mm, a W point of the Frobenius and nuclear-norm SVMs). An
 entry without it (your own module) gets ``DEFAULT``: the attention SVM's quantities.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the entries import this module when found: no pandas at import
@@ -70,9 +69,11 @@ DEFAULT = Columns(
 )
 
 
-def columns_of(module: ModuleType | None, runs: pd.DataFrame) -> Columns:
-    """The declaration of ``module`` (an experiment's entry) for the runs of one config point."""
-    declared: Columns | Callable = getattr(module, "COLUMNS", DEFAULT)
+def columns_of(experiment, runs: pd.DataFrame) -> Columns:
+    """The declaration of ``experiment`` (its ``columns``; None: the attention SVM's) for the
+    runs of one config point."""
+    declared = None if experiment is None else experiment.columns
+    declared = DEFAULT if declared is None else declared
     return declared if isinstance(declared, Columns) else declared(runs)
 
 

@@ -117,7 +117,7 @@ def norm_choices() -> str:
     from attnsvm.svm.norm_names import BUILTIN, DEFAULT
 
     names = ", ".join(f"`{n}`" for n in BUILTIN)
-    return f"{names}, `l<p>` (p >= 1), or your `module.function`; null: {', '.join(DEFAULT)}"
+    return f"{names}, `l<p>` (p >= 1), or your `module:function`; null: {', '.join(DEFAULT)}"
 
 
 def config_reference() -> str:
@@ -132,10 +132,10 @@ def config_reference() -> str:
         lines += [f"### `{group}`", "", "Options:", "", *group_options(group), ""]
         lines += [*key_table(cls, group, said.get(group), made=made.get(group)), ""]
     for name in sorted(sets.names()):
-        module = sets.entry(name)
-        if getattr(module, "Config", None) is not None:
+        data_set = sets.entry(name)
+        if data_set.Config is not None:
             lines += [f"### `dataset` keys read by `dataset={name}`", ""]
-            lines += [*key_table(module.Config, "dataset"), ""]
+            lines += [*key_table(data_set.Config, "dataset"), ""]
     for name in sorted(builtin_names()):
         group = group_of(entry(name))
         if group is not None:
@@ -148,7 +148,7 @@ def config_reference() -> str:
 
 
 def experiment_reads() -> list[str]:
-    """What each built-in experiment reads (its ``READS``): any other key set away from its
+    """What each built-in experiment reads (its ``reads``): any other key set away from its
     default is refused at composition."""
     lines = ["### What each experiment reads", "", "| experiment | reads |", "|---|---|"]
     for name in sorted(builtin_names()):

@@ -31,8 +31,8 @@ def declared(names: tuple[str, ...] | None = None) -> list[Published]:
     names = tuple(sorted(builtin_names())) if names is None else names
     out = []
     for name in names:
-        declare = getattr(entry(name), "published", None)
-        out += declare() if callable(declare) else []
+        declare = entry(name).published
+        out += declare() if declare is not None else []
     return out
 
 

@@ -12,7 +12,7 @@ one object with
 
 The Frobenius SVM is always solved first: its exact dual decides feasibility (the same for every
 norm), the support tokens and local optimality; every other norm is solved only where it is
-feasible. Your own: ``solver.norms=[fro,nuc,mylab.norms.make]`` with ``make(cfg) -> norm``.
+feasible. Your own: ``solver.norms=[fro,nuc,mylab.norms:make]`` with ``make(cfg) -> norm``.
 """
 
 from __future__ import annotations

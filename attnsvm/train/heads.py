@@ -94,7 +94,7 @@ def _centred(e: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
     return matmul(diff, s.unsqueeze(-1)).squeeze(-1)
 
 
-# built-in heads by name; your own: head.kind="module.make", make(inst, cfg) -> a head
+# built-in heads by name; your own: head.kind="module:make", make(inst, cfg) -> a head
 HEADS = {
     Head.linear: lambda inst, cfg: LinearHead(inst),
     Head.relu: lambda inst, cfg: ReLUHead(inst),

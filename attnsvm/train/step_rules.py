@@ -9,7 +9,7 @@ factor is normalized by its own gradient norm, docs/math.md#the-epsilon-freeze):
 A rule with ``needs_loss = True`` (Polyak) is also given ``loss=`` (R,): the loss at X above
 its infimum (``train.loss_floor``).
 
-Your own: ``optimizer.kind=mylab.optim.make`` with ``make(cfg) -> rule`` (``cfg.kwargs`` its
+Your own: ``optimizer.kind=mylab.optim:make`` with ``make(cfg) -> rule`` (``cfg.kwargs`` its
 arguments); it trains with the torch engine (the fused engine implements ngd and gd in C).
 """
 

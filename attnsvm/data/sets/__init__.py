@@ -3,34 +3,30 @@ in a heavier module it names, imported only when it draws).
 
 The registry knows no data set by name: it finds the modules here, and those your installed
 packages declare as entry points of the group ``attnsvm.data_sets`` (``ramp = "mylab.ramp"``
-in your pyproject's ``[project.entry-points."attnsvm.data_sets"]``). Each declares
+in your pyproject's ``[project.entry-points."attnsvm.data_sets"]``). Each declares one object
+of the class ``DataSet`` (attnsvm/data/data_set.py says what each field means):
 
-    NAME = "nexttoken"               # optional (default: the module's name)
-    Config = NextTokenKeys           # optional: a dataclass of the keys only it reads; they sit
-                                     #   flat in the ``dataset`` group and, at their defaults,
-                                     #   enter no job hash (sweeps written before they existed
-                                     #   keep their identities)
-    ORDER = 3                        # optional: where its keys sit among the data sets' keys
-                                     #   (the runs table's columns): the order they joined, so
-                                     #   tables keep their columns; a new one leaves it out (last)
-    DEFAULT = True                   # exactly one: the data set of ``DatasetConfig()``
-    SHAPE_FROM_DATA = True           # optional: n, T, d may be null (taken at resolution)
-                                     # Config.CONSTRAINTS / Config.RULES (optional): what each
-                                     #   of its keys accepts, checked when it is chosen
-                                     #   (attnsvm/config/constraints.py; the docs show them)
-    def check(ds) -> None            # optional: checks beyond those, at construction
-    RESOLVE = "module:function"      # optional: (ds) -> fields filled at resolution (a file's
-                                     #   shape and digest); may raise ConfigError
-    def check_run(run) -> None       # optional: rules across groups (seeds vs instances held)
-    INSTANCES = "module:function"    # (ds, seeds) -> (X, Y, Z, v, *EXTRA) stacked over seeds
-    EXTRA = ("V",)                   # optional: what follows v (default: the ReLU head's V)
-    ACCEPTED_SEEDS = "module:function"   # optional: (ds, first, count) -> the seeds it accepts
-    VALUES = True                    # optional: gives the value matrix V (head=relu), or a
-                                     #   "module:function" (run) -> bool deciding per run
-    INITS = True                     # optional: gives published starts (init=published)
-    RESOLVERS = {"name": "module:function"}  # optional: ${name:...} in sweep files
-    PREFLIGHT = "module:function"    # optional: (run) -> None, what it draws checked before a
-                                     #   job directory is written (your generator's return)
+    DATA_SET = DataSet(
+        name="nexttoken",            # optional (default: the module's name, or its entry point's)
+        Config=NextTokenKeys,        # optional: a dataclass of the keys only it reads
+        order=3,                     # optional: where its keys sit among the data sets' keys
+        default=True,                # exactly one: the data set of ``DatasetConfig()``
+        shape_from_data=True,        # optional: n, T, d may be null (taken at resolution)
+        check=check,                 # optional: (ds) -> None, checks beyond Config's
+        resolve="module:function",   # optional: (ds) -> fields filled at resolution
+        check_run=check_run,         # optional: (run) -> None, rules across groups
+        instances="module:function", # (ds, seeds) -> (X, Y, Z, v, *extra) stacked over seeds
+        extra=("V",),                # optional: what follows v (default: the ReLU head's V)
+        accepted_seeds="module:function",  # optional: (ds, first, count) -> the seeds it takes
+        values=True,                 # optional: gives V (head=relu), or a "module:function"
+        inits=True,                  # optional: gives published starts (init=published)
+        resolvers={"name": "module:function"},  # optional: ${name:...} in sweep files
+        preflight="module:function", # optional: (run) -> None, what it draws checked early
+        doc=__doc__,
+    )
+
+Its fields are checked when it is built (a misspelt or missing one fails with its name) and a
+module without ``DATA_SET`` is refused when the registry first reads it.
 
 ``DatasetConfig`` (exported by attnsvm.config) is the core keys (attnsvm/config/schema.py:
 ``DatasetBase``) plus every data set's own keys; its ``generator`` is an enum of the names
@@ -40,49 +36,57 @@ found here, so Hydra and the errors list them.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import pkgutil
 import typing
 from enum import Enum
 from functools import cache
 from importlib.metadata import entry_points
-from types import ModuleType
 
 from attnsvm.config.checks import ConfigError, plain_name, require
 from attnsvm.config.constraints import check_constraints
-from attnsvm.config.plugins import later
+from attnsvm.config.plugins import later, load_declared
 from attnsvm.config.schema import DatasetBase
+from attnsvm.data.data_set import DataSet
 
 GROUP = "attnsvm.data_sets"  # entry points of installed packages: ``ramp = "mylab.ramp"``
 
 
 @cache
-def _modules() -> dict[str, ModuleType]:
-    """name -> entry: this folder's modules, then those your installed packages declare."""
+def _modules() -> dict[str, DataSet]:
+    """name -> entry: this folder's modules' ``DATA_SET``, then those of your installed
+    packages' entry points, each checked."""
     out = {}
     for found in pkgutil.iter_modules(__path__):
         if not found.ispkg:
-            module = importlib.import_module(f"{__name__}.{found.name}")
-            out[getattr(module, "NAME", found.name)] = module
+            data_set = _declared(f"{__name__}.{found.name}", found.name)
+            out[data_set.name] = data_set
     for point in entry_points(group=GROUP):
         if point.name in out:
             raise ConfigError(f"the data set {point.name!r} of {point.value} shadows a built-in")
-        out[point.name] = importlib.import_module(point.value)
-    default = [n for n, m in out.items() if getattr(m, "DEFAULT", False)]
+        out[point.name] = _declared(point.value, point.name)
+    default = [n for n, m in out.items() if m.default]
     if len(default) != 1:
         raise ConfigError(f"exactly one data set is the default (DEFAULT = True); got {default}")
     return out
+
+
+def _declared(path: str, name: str) -> DataSet:
+    """Module ``path``'s ``DATA_SET``, its name and doc filled in where it gives none."""
+    key = f"data set {name}"
+    module, data_set = load_declared(path, "DATA_SET", DataSet, key, "an importable module")
+    filled = {"name": data_set.name or name, "doc": data_set.doc or module.__doc__ or ""}
+    return dataclasses.replace(data_set, **filled)
 
 
 @cache
 def names() -> tuple[str, ...]:
     """The data sets, the default first, then alphabetical."""
     found = _modules()
-    return tuple(sorted(found, key=lambda n: (not getattr(found[n], "DEFAULT", False), n)))
+    return tuple(sorted(found, key=lambda n: (not found[n].default, n)))
 
 
-def entry(name: str) -> ModuleType:
-    """The module of data set ``name``; a ConfigError lists the data sets."""
+def entry(name: str) -> DataSet:
+    """The ``DataSet`` of data set ``name``; a ConfigError lists the data sets."""
     name = plain_name(name)
     if name not in _modules():
         accepted = ", ".join(names())
@@ -98,8 +102,8 @@ def name_of(ds) -> str:
 
 
 def hook(name: str, key: str):
-    """Data set ``name``'s ``"module:function"`` for ``key`` as a function, or None."""
-    path = getattr(entry(name), key, None)
+    """Data set ``name``'s ``"module:function"`` field ``key`` as a function, or None."""
+    path = getattr(entry(name), key)
     return None if path is None else later(path)
 
 
@@ -110,8 +114,8 @@ def own_keys() -> dict[str, tuple[tuple[str, ...], dataclasses.Field, object]]:
     redeclare a core key (its default enters every job hash)."""
     core = {f.name for f in dataclasses.fields(DatasetBase)}
     out: dict = {}
-    for name in sorted(names(), key=lambda n: (getattr(entry(n), "ORDER", float("inf")), n)):
-        config = getattr(entry(name), "Config", None)
+    for name in sorted(names(), key=lambda n: (entry(n).order, n)):
+        config = entry(name).Config
         if config is None:
             continue
         hints = typing.get_type_hints(config)
@@ -145,8 +149,8 @@ def _check(ds) -> None:
         ds.generator = names()[0]
     DatasetBase.__post_init__(ds)
     name = ds.generator.value
-    module = entry(name)
-    if not getattr(module, "SHAPE_FROM_DATA", False):
+    data_set = entry(name)
+    if not data_set.shape_from_data:
         for key in ("n", "T", "d"):
             accepted = DatasetBase.CONSTRAINTS[key].inner.describe()  # null: from the data only
             require(getattr(ds, key) is not None, f"dataset.{key}", accepted, None)
@@ -157,12 +161,10 @@ def _check(ds) -> None:
                 f"dataset.{key} is read by {readers} only; got dataset.generator={name}: "
                 f"set {readers}, or drop dataset.{key}"
             )
-    config = getattr(module, "Config", None)
-    if config is not None:  # its own keys: their CONSTRAINTS and RULES
-        check_constraints(ds, "dataset", config)
-    check = getattr(module, "check", None)
-    if check is not None:
-        check(ds)
+    if data_set.Config is not None:  # its own keys: their CONSTRAINTS and RULES
+        check_constraints(ds, "dataset", data_set.Config)
+    if data_set.check is not None:
+        data_set.check(ds)
 
 
 @cache
@@ -192,28 +194,28 @@ def hash_neutral_defaults() -> dict:
 
 def omegaconf_resolvers() -> dict[str, str]:
     """``${name:...}`` interpolations the data sets offer sweep files: name -> module:function."""
-    return {k: v for n in names() for k, v in getattr(entry(n), "RESOLVERS", {}).items()}
+    return {k: v for n in names() for k, v in entry(n).resolvers.items()}
 
 
 def gives_values(run) -> bool:
     """Whether the run's data set gives the value matrix V that head=relu reads."""
-    values = getattr(entry(name_of(run.dataset)), "VALUES", False)
+    values = entry(name_of(run.dataset)).values
     return later(values)(run) if isinstance(values, str) else bool(values)
 
 
 def with_values() -> list[str]:
     """The data sets that give (or may give) V."""
-    return [n for n in names() if getattr(entry(n), "VALUES", False)]
+    return [n for n in names() if entry(n).values]
 
 
 def with_inits() -> list[str]:
     """The data sets that give published starts (parameterization.init=published)."""
-    return [n for n in names() if getattr(entry(n), "INITS", False)]
+    return [n for n in names() if entry(n).inits]
 
 
 def preflight(run) -> None:
     """The data set's check of what it will draw, before a job directory is written (a user's
-    generator called for two seeds): its ``PREFLIGHT``."""
-    check = hook(name_of(run.dataset), "PREFLIGHT")
+    generator called for two seeds): its ``preflight``."""
+    check = hook(name_of(run.dataset), "preflight")
     if check is not None:
         check(run)

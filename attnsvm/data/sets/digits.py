@@ -6,12 +6,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from attnsvm.config.constraints import Options, Satisfies
+from attnsvm.data.data_set import DataSet
 
-INSTANCES = "attnsvm.data.digits:digits_instances"
-RESOLVE = "attnsvm.data.digits:resolve_dataset"
-SHAPE_FROM_DATA = True
-
-ORDER = 5  # its keys' place among the data sets' keys (columns of the runs table)
 PATCHES = (2, 4)  # patch sides that tile the 8x8 image into more than one token
 
 
@@ -29,3 +25,13 @@ class Config:
         "classes": Satisfies("two different digits in 0-9, e.g. [0, 1]", _two_digits),
         "patch": Options(*PATCHES),
     }
+
+
+DATA_SET = DataSet(
+    Config=Config,
+    order=5,  # its keys' place among the data sets' keys (columns of the runs table)
+    instances="attnsvm.data.digits:digits_instances",
+    resolve="attnsvm.data.digits:resolve_dataset",
+    shape_from_data=True,
+    doc=__doc__,
+)

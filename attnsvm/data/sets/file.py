@@ -6,13 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from attnsvm.config.constraints import Satisfies
-
-INSTANCES = "attnsvm.data.userdata:file_instances"
-RESOLVE = "attnsvm.data.userdata:resolve_file"
-SHAPE_FROM_DATA = True
-VALUES = "attnsvm.data.userdata:file_gives_values"  # when the file holds V
-
-ORDER = 1  # its keys' place among the data sets' keys (columns of the runs table)
+from attnsvm.data.data_set import DataSet
 
 
 @dataclass
@@ -28,3 +22,15 @@ def check_run(run) -> None:
     from attnsvm.data.userdata import check_instances_held
 
     check_instances_held(run)
+
+
+DATA_SET = DataSet(
+    Config=Config,
+    order=1,  # its keys' place among the data sets' keys (columns of the runs table)
+    instances="attnsvm.data.userdata:file_instances",
+    resolve="attnsvm.data.userdata:resolve_file",
+    shape_from_data=True,
+    values="attnsvm.data.userdata:file_gives_values",  # when the file holds V
+    check_run=check_run,
+    doc=__doc__,
+)

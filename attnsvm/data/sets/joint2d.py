@@ -1,8 +1,7 @@
 """dataset=joint2d: the published 2-D joint-training example of lp mirror descent."""
 
 from attnsvm.config.checks import ConfigError
-
-INSTANCES = "attnsvm.data.generators:joint2d_instances"
+from attnsvm.data.data_set import DataSet
 
 
 def check(ds) -> None:
@@ -11,3 +10,6 @@ def check(ds) -> None:
             f"dataset.generator=joint2d is the published 2-D example: it needs dataset.n=2, "
             f"dataset.T=3, dataset.d=2; got dataset.n={ds.n}, dataset.T={ds.T}, dataset.d={ds.d}"
         )
+
+
+DATA_SET = DataSet(instances="attnsvm.data.generators:joint2d_instances", check=check, doc=__doc__)

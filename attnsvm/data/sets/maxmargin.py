@@ -6,15 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnsvm.config.checks import ConfigError, require
-
-INSTANCES = "attnsvm.data.maxmargin:maxmargin_instances"
-EXTRA = ("p0",)  # the example's published start of p, per seed
-RESOLVE = "attnsvm.data.maxmargin:resolve_dataset"
-SHAPE_FROM_DATA = True
-INITS = True
-RESOLVERS = {"maxmargin": "attnsvm.data.maxmargin:maxmargin_setting"}
-
-ORDER = 4  # its keys' place among the data sets' keys (columns of the runs table)
+from attnsvm.data.data_set import DataSet
 
 
 @dataclass
@@ -40,3 +32,17 @@ def check_run(run) -> None:
         f" (seeds={count - run.seed})",
         (run.seed, run.seeds),
     )
+
+
+DATA_SET = DataSet(
+    Config=Config,
+    order=4,  # its keys' place among the data sets' keys (columns of the runs table)
+    instances="attnsvm.data.maxmargin:maxmargin_instances",
+    extra=("p0",),  # the example's published start of p, per seed
+    resolve="attnsvm.data.maxmargin:resolve_dataset",
+    shape_from_data=True,
+    inits=True,
+    resolvers={"maxmargin": "attnsvm.data.maxmargin:maxmargin_setting"},
+    check_run=check_run,
+    doc=__doc__,
+)

@@ -9,9 +9,7 @@ from typing import ClassVar
 
 from attnsvm.config.checks import ConfigError, require
 from attnsvm.config.constraints import Interval
-
-NAME = "nexttoken"
-# no INSTANCES: its own experiment draws it (attnsvm/data/nexttoken.py: make_nexttoken)
+from attnsvm.data.data_set import DataSet
 
 
 class Embedding(str, Enum):
@@ -39,9 +37,6 @@ class Graphs(str, Enum):
     cyclic = "cyclic"  # some token-priority graph has a cycle (published)
     acyclic = "acyclic"  # no graph has a cycle (no equalities, no finite part)
     any = "any"  # keep every draw
-
-
-ORDER = 3  # its keys' place among the data sets' keys (columns of the runs table)
 
 
 @dataclass
@@ -109,3 +104,13 @@ def _check_sequences(ds) -> None:
         f"each label an id of its sequence (sequences {outside} lack theirs)",
         labels,
     )
+
+
+# no instances: its own experiment draws it (attnsvm/data/nexttoken.py: make_nexttoken)
+DATA_SET = DataSet(
+    name="nexttoken",
+    Config=Config,
+    order=3,  # its keys' place among the data sets' keys (columns of the runs table)
+    check=check,
+    doc=__doc__,
+)

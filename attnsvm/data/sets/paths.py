@@ -1,8 +1,8 @@
 """dataset=paths: the hand-placed 2-D clusters of the published path pictures (n = 2, d = 2)."""
 
 from attnsvm.config.checks import ConfigError
+from attnsvm.data.data_set import DataSet
 
-INSTANCES = "attnsvm.data.generators:paths_instances"
 PATHS_T = (3, 5)  # the sequence lengths of the published pictures (generators.PATHS_LAYOUTS)
 
 
@@ -13,3 +13,6 @@ def check(ds) -> None:
             f"dataset.n=2, dataset.d=2 and dataset.T in {list(PATHS_T)}; got dataset.n={ds.n}, "
             f"dataset.T={ds.T}, dataset.d={ds.d}"
         )
+
+
+DATA_SET = DataSet(instances="attnsvm.data.generators:paths_instances", check=check, doc=__doc__)

@@ -1,4 +1,5 @@
 """dataset=random: the published generator (docs/math.md#the-published-data), draw for draw."""
 
-DEFAULT = True
-INSTANCES = "attnsvm.data.generators:random_instances"
+from attnsvm.data.data_set import DataSet
+
+DATA_SET = DataSet(default=True, instances="attnsvm.data.generators:random_instances", doc=__doc__)

@@ -16,18 +16,14 @@ checkpoints including steps 1 and 2.
 from __future__ import annotations
 
 from attnsvm.config.plugins import later
+from attnsvm.experiments.experiment import Experiment
 from attnsvm.results.columns import Columns
 
 from .config import Config, Init, Rule, Setting
 
-NAME = "benign"
-CONFIG_GROUP = "benign"
-FUSED_UNFIT = "its own batched loop trains (p, v) or (W, p) on noisy labels"
-READS = ("dtype",)  # no core group: its data, model and step rule are its own keys
-INSTEAD = {"optimizer.kind": "benign.rule", "optimizer.checkpoint_every": "benign.checkpoints"}
 # its summary, console table and report: the fit of clean and flipped labels, where attention
 # goes, the clean test accuracy against the max-margin interpolator's and the Bayes-optimal one
-COLUMNS = Columns(
+_COLUMNS = Columns(
     counts={},
     metrics=("test_acc", "mm_test_acc", "bayes_acc", "fit_clean", "fit_flipped", "attn_clean")
     + ("attn_flipped", "corr_q", "corr_v", "loss", "grad_norm", "train_seconds"),
@@ -58,10 +54,25 @@ summary_text = later("attnsvm.experiments.benign.summary:summary_text")
 summary_table = later("attnsvm.experiments.benign.summary:summary_table")
 figures = later("attnsvm.experiments.benign.plots:figures")
 
+EXPERIMENT = Experiment(
+    name="benign",
+    run_job=run_job,
+    summary_text=summary_text,
+    Config=Config,
+    config_group="benign",
+    figures=figures,
+    columns=_COLUMNS,
+    fused_unfit="its own batched loop trains (p, v) or (W, p) on noisy labels",
+    reads=("dtype",),  # no core group: its data, model and step rule are its own keys
+    instead={"optimizer.kind": "benign.rule", "optimizer.checkpoint_every": "benign.checkpoints"},
+    published=published,
+    bench_cases=bench_cases,
+    doc=__doc__,
+)
+
 
 __all__ = [
-    "CONFIG_GROUP",
-    "NAME",
+    "EXPERIMENT",
     "Config",
     "Init",
     "Rule",

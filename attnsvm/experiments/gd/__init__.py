@@ -7,11 +7,8 @@ summary.py summarises, figures.py draws what fits the sweep.
 from __future__ import annotations
 
 from attnsvm.config.plugins import later
+from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.gd.columns import columns
-
-NAME = "gd"
-READS = ("*",)  # every optional core option: head.train, optimizer.gradient, loss, norms, p
-COLUMNS = columns  # its summary's columns per config point: the p-model's or W's (columns.py)
 
 
 def published() -> list:
@@ -24,3 +21,14 @@ def published() -> list:
 run_job = later("attnsvm.experiments.gd.pipeline:run_job")
 summary_text = later("attnsvm.experiments.gd.summary:gd_summary_text")
 figures = later("attnsvm.experiments.gd.plots:figures")
+
+EXPERIMENT = Experiment(
+    name="gd",
+    run_job=run_job,
+    summary_text=summary_text,
+    figures=figures,
+    reads=("*",),  # every optional core option: head.train, optimizer.gradient, loss, norms, p
+    columns=columns,  # its summary's columns per config point: the p-model's or W's (columns.py)
+    published=published,
+    doc=__doc__,
+)

@@ -1,4 +1,4 @@
-"""What gd's summary, console table and report show per config point (its entry's COLUMNS,
+"""What gd's summary, console table and report show per config point (its entry's columns,
 attnsvm/results/columns.py): the p-model's quantities (corr(p, p^mm), and with a trained head
 corr(v, v^mm) and the relaxed SVM), else W's and (K,Q)'s against the Frobenius and nuclear-norm
 SVMs: the convergence mix and correlations where it trained, the SVM ranks where it did not."""

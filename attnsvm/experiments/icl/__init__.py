@@ -13,17 +13,13 @@ Gamma^{-1}, Gamma = (1 + 1/N) Lam + (tr Lam / N) I.
 from __future__ import annotations
 
 from attnsvm.config.plugins import later
+from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.icl.config import Config
 from attnsvm.results.columns import Columns
 
-NAME = "icl"
-CONFIG_GROUP = "icl"
-FUSED_UNFIT = "linear attention on regression prompts trains in its own loop"
-READS = ("dtype",)  # no core group: its prompts, model and step rule are its own keys
-INSTEAD = {"dataset.T": "icl.N"}  # the context length
 # its summary, console table and report: the learned A against Gamma^-1 and the test losses
 # (no n, T, d: icl.d, icl.N and the swept keys name a point; no SVM, so no feasible seeds)
-COLUMNS = Columns(
+_COLUMNS = Columns(
     axes=(),
     counts={},
     metrics=("corr_limit", "rel_err_limit", "icl_loss", "icl_loss_limit", "icl_loss_gd1")
@@ -62,5 +58,21 @@ summary_text = later("attnsvm.experiments.icl.summary:summary_text")
 figures = later("attnsvm.experiments.icl.plots:figures")
 limit = later("attnsvm.experiments.icl.limits:limit")
 
+EXPERIMENT = Experiment(
+    name="icl",
+    run_job=run_job,
+    summary_text=summary_text,
+    Config=Config,
+    config_group="icl",
+    figures=figures,
+    columns=_COLUMNS,
+    fused_unfit="linear attention on regression prompts trains in its own loop",
+    reads=("dtype",),  # no core group: its prompts, model and step rule are its own keys
+    instead={"dataset.T": "icl.N"},  # the context length
+    published=published,
+    bench_cases=bench_cases,
+    doc=__doc__,
+)
 
-__all__ = ["CONFIG_GROUP", "NAME", "Config", "figures", "limit", "run_job", "summary_text"]
+
+__all__ = ["EXPERIMENT", "Config", "figures", "limit", "run_job", "summary_text"]

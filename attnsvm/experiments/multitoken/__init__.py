@@ -7,17 +7,13 @@ multi-token SVM-equivalence W^SVMeq, the direction W^dir and the one-token SVM (
 from __future__ import annotations
 
 from attnsvm.config.plugins import later
+from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.multitoken.config import MultitokenConfig
 from attnsvm.results.columns import Columns
 
-Config = MultitokenConfig  # the entry's config group (key: NAME)
-
-NAME = "multitoken"
-READS = ("dtype", "dataset", "parameterization", "optimizer", "head", "solver")
-HASH_NEUTRAL = False  # its group was always part of the job hash: old sweeps resume
 # its summary, console table and report: the seeds tried and accepted (the published
 # acceptance filters), 1 - corr against the three SVMs over the accepted seeds
-COLUMNS = Columns(
+_COLUMNS = Columns(
     counts={"accepted": "accepted"},
     metrics=("one_minus_corr_svmeq", "one_minus_corr_dir", "one_minus_corr_1token")
     + ("corr_svmeq", "corr_dir", "corr_1token", "masked_max", "softmax_max", "w_norm", "loss"),
@@ -48,3 +44,16 @@ def published() -> list:
 run_job = later("attnsvm.experiments.multitoken.job:run_job")
 summary_text = later("attnsvm.experiments.multitoken.job:summary_text")
 figures = later("attnsvm.experiments.multitoken.plots:figures")
+
+EXPERIMENT = Experiment(
+    name="multitoken",
+    run_job=run_job,
+    summary_text=summary_text,
+    Config=MultitokenConfig,  # its config group (key: name)
+    figures=figures,
+    columns=_COLUMNS,
+    reads=("dtype", "dataset", "parameterization", "optimizer", "head", "solver"),
+    hash_neutral=False,  # its group was always part of the job hash: old sweeps resume
+    published=published,
+    doc=__doc__,
+)

@@ -9,19 +9,13 @@ from __future__ import annotations
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Device, Init, Optimizer
 from attnsvm.config.plugins import later
+from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.nexttoken.config import NexttokenConfig
 from attnsvm.results.columns import Columns
 
-Config = NexttokenConfig  # the entry's config group (key: NAME)
-
-NAME = "nexttoken"
-DATASETS = ("nexttoken",)  # a vocabulary, sequences of ids and labels: read by nothing else
-FUSED_UNFIT = "its losses train in torch"
-# not dtype: it trains in float64, whatever dtype says
-READS = ("dataset", "parameterization", "optimizer", "solver", "metrics.epsilon")
 # its summary, console table and report: which graph-SVM the direction reached and attention
 # selects, and the correlations against the graph-SVM and its parts
-COLUMNS = Columns(
+_COLUMNS = Columns(
     counts={
         "reached_global": "reached_global",
         "reached_local": "reached_local",
@@ -75,3 +69,20 @@ def check(run) -> None:
             f"device={run.device.value} is invalid for experiment=nexttoken (it trains on "
             f"the cpu): accepted values are cpu"
         )
+
+
+EXPERIMENT = Experiment(
+    name="nexttoken",
+    run_job=run_job,
+    summary_text=summary_text,
+    Config=NexttokenConfig,  # its config group (key: name)
+    figures=figures,
+    columns=_COLUMNS,
+    check=check,
+    datasets=("nexttoken",),  # a vocabulary, sequences of ids and labels: read by nothing else
+    fused_unfit="its losses train in torch",
+    # not dtype: it trains in float64, whatever dtype says
+    reads=("dataset", "parameterization", "optimizer", "solver", "metrics.epsilon"),
+    published=published,
+    doc=__doc__,
+)

@@ -15,24 +15,15 @@ docs/rankdyn.md says what was found.
 from __future__ import annotations
 
 from attnsvm.config.plugins import later
+from attnsvm.experiments.experiment import Experiment
 from attnsvm.results.columns import Columns
 
 from .config import Config, Param, Rule
 from .stages import Stages, detect_stages, effective_rank
 
-NAME = "rankdyn"
-CONFIG_GROUP = "rankdyn"
-FUSED_UNFIT = "its own batched loop records K Q^T at log-spaced checkpoints"
-READS = ("dtype", "solver")  # solver: its SVMs; instances, model, step rule: its own keys
-INSTEAD = {
-    "optimizer.kind": "rankdyn.rule",
-    "optimizer.checkpoint_every": "rankdyn.checkpoints",
-    "parameterization.init": "rankdyn.alpha",
-    "parameterization.init_scale": "rankdyn.alpha",
-}
 # its summary, console table and report: the stages (rises of the effective rank of K Q^T), the
 # rank it reached against the nuclear-norm SVM's, corr_nuc; no feasible seeds to count
-COLUMNS = Columns(
+_COLUMNS = Columns(
     counts={},
     metrics=("n_stages", "first_stage_step", "escape_step", "initial_eff_rank")
     + ("lowest_eff_rank", "final_eff_rank", "eff_rank_nuc", "rank_nuc", "corr_nuc", "rank_fro")
@@ -72,10 +63,30 @@ summary_text = later("attnsvm.experiments.rankdyn.summary:summary_text")
 summary_table = later("attnsvm.experiments.rankdyn.summary:summary_table")
 figures = later("attnsvm.experiments.rankdyn.plots:figures")
 
+EXPERIMENT = Experiment(
+    name="rankdyn",
+    run_job=run_job,
+    summary_text=summary_text,
+    Config=Config,
+    config_group="rankdyn",
+    figures=figures,
+    columns=_COLUMNS,
+    fused_unfit="its own batched loop records K Q^T at log-spaced checkpoints",
+    reads=("dtype", "solver"),  # solver: its SVMs; instances, model, step rule: its own keys
+    instead={
+        "optimizer.kind": "rankdyn.rule",
+        "optimizer.checkpoint_every": "rankdyn.checkpoints",
+        "parameterization.init": "rankdyn.alpha",
+        "parameterization.init_scale": "rankdyn.alpha",
+    },
+    published=published,
+    bench_cases=bench_cases,
+    doc=__doc__,
+)
+
 
 __all__ = [
-    "CONFIG_GROUP",
-    "NAME",
+    "EXPERIMENT",
     "Config",
     "Param",
     "Rule",

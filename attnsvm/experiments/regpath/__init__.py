@@ -7,18 +7,13 @@ its direction against W^mm (and W^mm_* for (K,Q)) as R grows (job.py).
 from __future__ import annotations
 
 from attnsvm.config.plugins import later
+from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.regpath.config import RegpathConfig
 from attnsvm.results.columns import Columns
 
-Config = RegpathConfig  # the entry's config group (key: NAME)
-
-NAME = "regpath"
-READS = ("dtype", "dataset", "parameterization", "head", "solver")  # its GD: regpath.*
-HASH_NEUTRAL = False  # its group was always part of the job hash: old sweeps resume
-FUSED_UNFIT = "its projected GD runs in torch"
 # its summary, console table and report: the direction at the largest radius against W^mm (W)
 # or W^mm_* ((K,Q)), and from the start
-COLUMNS = Columns(
+_COLUMNS = Columns(
     metrics=("corr", "corr_fro", "corr_nuc", "corr_init", "loss_gap_init", "r_max", "r_end")
     + ("w_norm", "loss", "softmax_max", "seconds"),
     console=("corr_mean", "corr_init_mean", "r_end_mean"),
@@ -40,3 +35,17 @@ def published() -> list:
 run_job = later("attnsvm.experiments.regpath.job:run_job")
 summary_text = later("attnsvm.experiments.regpath.job:summary_text")
 figures = later("attnsvm.experiments.regpath.plots:figures")
+
+EXPERIMENT = Experiment(
+    name="regpath",
+    run_job=run_job,
+    summary_text=summary_text,
+    Config=RegpathConfig,  # its config group (key: name)
+    figures=figures,
+    columns=_COLUMNS,
+    reads=("dtype", "dataset", "parameterization", "head", "solver"),  # its GD: regpath.*
+    hash_neutral=False,  # its group was always part of the job hash: old sweeps resume
+    fused_unfit="its projected GD runs in torch",
+    published=published,
+    doc=__doc__,
+)

@@ -1,0 +1,95 @@
+"""``Experiment``: what an experiment is, declared once per entry as ``EXPERIMENT =
+Experiment(...)`` (attnsvm/experiments/__init__.py: the registry reads nothing else).
+
+Its fields are checked when it is built: a misspelt or missing field fails there, with its name
+(the registry re-raises it as a ConfigError naming the module).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from attnsvm.results.columns import Columns
+
+
+@dataclass(frozen=True, kw_only=True)
+class Experiment:
+    """One experiment: a built-in package of attnsvm/experiments/ or your own module."""
+
+    name: str  # experiment=NAME of a built-in; yours: any name its messages use
+    run_job: Callable  # (run, progress=None) -> JobResult: all seeds of one job
+    summary_text: Callable  # (runs, seconds) -> str, printed after the run
+    Config: type | None = None  # its config group (a dataclass), at key config_group
+    config_group: str | None = None  # default: name
+    figures: Callable | None = None  # (runs, trajectory, out_dir, sweep=None) -> list
+    columns: Columns | Callable | None = None  # summary / console / report columns, or a
+    #   function of one config point's runs returning them; None: the attention SVM's
+    check: Callable | None = None  # (run) -> None: rules across groups, raising ConfigError
+    reads: tuple[str, ...] | None = None  # core groups and keys it reads beyond its own group
+    #   and COMMON_READS; ("*",): every core key; None: every core group (not the optional keys)
+    instead: Mapping[str, str] = field(default_factory=dict)  # core key -> its own key read
+    datasets: tuple[str, ...] = ()  # data sets only it reads
+    fused_unfit: str | None = None  # why its training cannot use the fused kernel
+    hash_neutral: bool = True  # its group enters the job hash only when not default
+    published: Callable | None = None  # () -> its sweeps' rows of the README's results tables
+    bench_cases: Callable | None = None  # (quick) -> {case: {"batched": x, "alone": y, ...}}
+    doc: str = ""  # what it is (python -m attnsvm.run --help); default: its module's docstring
+
+    def __post_init__(self) -> None:
+        for name in ("run_job", "summary_text"):
+            _expect(self, name, callable(getattr(self, name)), "a function")
+        for name in ("figures", "check", "published", "bench_cases"):
+            _expect(self, name, _maybe(self, name, callable), "a function or None")
+        _expect(self, "name", isinstance(self.name, str) and self.name != "", "a non-empty str")
+        _expect(self, "Config", _maybe(self, "Config", _is_dataclass_type), "a dataclass or None")
+        _expect(self, "config_group", _maybe(self, "config_group", _is_str), "a str or None")
+        columns = _maybe(self, "columns", lambda c: isinstance(c, Columns) or callable(c))
+        _expect(self, "columns", columns, "a Columns, a function returning one, or None")
+        _expect(self, "reads", _maybe(self, "reads", _strs), "a tuple of str or None")
+        _expect(self, "datasets", _strs(self.datasets), "a tuple of str")
+        instead = isinstance(self.instead, Mapping) and all(
+            _is_str(k) and _is_str(v) for k, v in self.instead.items()
+        )
+        _expect(self, "instead", instead, "a dict of str -> str")
+        _expect(self, "fused_unfit", _maybe(self, "fused_unfit", _is_str), "a str or None")
+        _expect(self, "hash_neutral", isinstance(self.hash_neutral, bool), "a bool")
+        _expect(self, "doc", isinstance(self.doc, str), "a str")
+
+    @property
+    def group(self) -> str | None:
+        """The key of its config group, or None when it has none."""
+        if self.Config is None:
+            return None
+        return self.config_group or self.name
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(Experiment))
+REQUIRED = tuple(
+    f.name
+    for f in dataclasses.fields(Experiment)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)
+
+
+def _is_str(value) -> bool:
+    return isinstance(value, str)
+
+
+def _is_dataclass_type(value) -> bool:
+    return isinstance(value, type) and dataclasses.is_dataclass(value)
+
+
+def _strs(value) -> bool:
+    return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+
+
+def _maybe(obj, name: str, test: Callable) -> bool:
+    value = getattr(obj, name)
+    return value is None or test(value)
+
+
+def _expect(obj, name: str, ok: bool, what: str) -> None:
+    if not ok:
+        raise TypeError(f"{type(obj).__name__}.{name} must be {what}; got {getattr(obj, name)!r}")

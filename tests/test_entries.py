@@ -1,0 +1,147 @@
+"""Experiments and data sets are declared objects (``EXPERIMENT = Experiment(...)``,
+``DATA_SET = DataSet(...)``) whose fields are checked when they are built: a misspelt, missing
+or mistyped field fails at registration with its name, and a module that declares none is
+refused with the values the key accepts."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import pytest
+
+from attnsvm.config import ConfigError
+from attnsvm.data import sets
+from attnsvm.data.data_set import DataSet
+from attnsvm.experiments import builtin_names, entry
+from attnsvm.experiments.experiment import Experiment
+
+
+def _module(tmp_path, monkeypatch, name: str, body: str) -> str:
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+HEAD = """
+from attnsvm.experiments.experiment import Experiment
+
+
+def run_job(run, progress=None):
+    return None
+
+
+def summary_text(runs, seconds):
+    return ""
+"""
+
+
+def test_every_built_in_is_an_experiment_and_every_data_set_a_data_set():
+    for name in builtin_names():
+        assert isinstance(entry(name), Experiment) and entry(name).name == name
+        assert entry(name).doc, name  # its package's docstring (python -m attnsvm.run --help)
+    for name in sets.names():
+        assert isinstance(sets.entry(name), DataSet) and sets.entry(name).name == name
+
+
+@pytest.mark.parametrize(
+    "declaration, field",
+    [
+        ("name='x', run_job=run_job, summary_txt=summary_text", "summary_txt"),  # misspelt
+        ("name='x', run_job=run_job", "summary_text"),  # missing
+        ("name='x', run_job=run_job, summary_text=summary_text, reads='dtype'", "reads"),
+        ("name='x', run_job=run_job, summary_text=summary_text, Config=dict", "Config"),
+        ("name='x', run_job=run_job, summary_text='mod:fn'", "summary_text"),
+    ],
+)
+def test_a_bad_field_fails_at_registration_with_its_name(tmp_path, monkeypatch, declaration, field):
+    name = f"mylab_bad_{field.lower()}_{len(declaration)}"
+    _module(tmp_path, monkeypatch, name, HEAD + f"\nEXPERIMENT = Experiment({declaration})\n")
+    with pytest.raises(ConfigError, match=rf"experiment='{name}' is invalid: .*'?{field}'?"):
+        entry(name)
+
+
+def test_a_misspelt_field_names_the_accepted_fields(tmp_path, monkeypatch):
+    name = _module(
+        tmp_path,
+        monkeypatch,
+        "mylab_misspelt",
+        HEAD + "\nEXPERIMENT = Experiment(name='x', run_job=run_job, summary_text=summary_text,"
+        " hash_nuetral=False)\n",
+    )
+    with pytest.raises(ConfigError) as err:
+        entry(name)
+    assert "hash_nuetral" in str(err.value) and "hash_neutral" in str(err.value)
+
+
+def test_a_module_without_experiment_is_refused_naming_what_it_lacks(tmp_path, monkeypatch):
+    name = _module(tmp_path, monkeypatch, "mylab_old_protocol", HEAD)  # functions, no EXPERIMENT
+    with pytest.raises(ConfigError) as err:
+        entry(name)
+    text = str(err.value)
+    assert f"experiment={name!r} is invalid" in text
+    assert "EXPERIMENT = Experiment(...)" in text and "has none" in text
+    assert all(n in text for n in builtin_names())  # the accepted values
+
+
+def test_an_unimportable_experiment_lists_the_accepted_values():
+    with pytest.raises(ConfigError, match="accepted values are .*gd.*your own module"):
+        entry("mylab_does_not_exist")
+
+
+def test_a_user_experiment_gets_its_module_docstring(tmp_path, monkeypatch):
+    name = _module(
+        tmp_path,
+        monkeypatch,
+        "mylab_doc",
+        '"""My own experiment."""\n'
+        + HEAD
+        + "\nEXPERIMENT = Experiment(name='mine', run_job=run_job, summary_text=summary_text)\n",
+    )
+    assert entry(name).doc == "My own experiment." and entry(name).group is None
+
+
+def test_an_experiment_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entry("gd").name = "other"
+
+
+@pytest.mark.parametrize(
+    "declaration, field",
+    [
+        ("instance='m:f'", "instance"),  # misspelt
+        ("instances='m.f'", "instances"),  # the dotted form: not a "module:function"
+        ("values='yes'", "values"),
+        ("order='1'", "order"),
+    ],
+)
+def test_a_bad_data_set_field_fails_at_registration_with_its_name(
+    tmp_path, monkeypatch, declaration, field
+):
+    name = f"mylab_set_{field}_{len(declaration)}"
+    body = f"from attnsvm.data.data_set import DataSet\n\nDATA_SET = DataSet({declaration})\n"
+    _module(tmp_path, monkeypatch, name, body)
+    with pytest.raises(ConfigError, match=rf"data set ramp='{name}' is invalid: .*{field}"):
+        sets._declared(name, "ramp")
+
+
+def test_a_data_set_module_without_data_set_is_refused(tmp_path, monkeypatch):
+    name = _module(tmp_path, monkeypatch, "mylab_set_old", "INSTANCES = 'm:f'\n")
+    with pytest.raises(ConfigError, match=r"must declare DATA_SET = DataSet\(\.\.\.\)"):
+        sets._declared(name, "ramp")
+
+
+def test_one_path_syntax_names_its_forms():
+    """``"module:function"`` everywhere (config/plugins.py); a config value may still say
+    ``"module.function"``; anything else is refused naming the accepted forms."""
+    from attnsvm.config.plugins import later, load_object
+
+    assert load_object("attnsvm.config.checks:plain_name", "head.kind")("x") == "x"
+    assert load_object("attnsvm.config.checks.plain_name", "head.kind")("x") == "x"
+    with pytest.raises(
+        ConfigError, match=r"head.kind='plain_name' is invalid: .*'module:function'"
+    ):
+        load_object("plain_name", "head.kind")
+    with pytest.raises(ValueError, match="not a 'module:function' path"):
+        later("attnsvm.config.checks.plain_name")
+    assert later("attnsvm.config.checks:plain_name")("y") == "y"
