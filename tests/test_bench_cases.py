@@ -73,3 +73,33 @@ def test_the_real_quick_cases_measure_batched_and_alone():
         assert cases, name
         for case, t in cases.items():
             assert t["batched"] > 0 and t["alone"] > 0, (name, case)
+
+
+JOBS = {"multitoken", "nexttoken"}
+
+
+def test_the_experiments_whole_jobs_are_found_and_reported(monkeypatch):
+    """An entry's ``bench_jobs(quick)`` rows reach the report's table, the results file and the
+    README table; "-" where a row did not measure a cell."""
+
+    def fake_for(name):
+        def fake(quick):
+            row = {"what": f"{name} job", "target": "soon", "wall": 2.0, "cpu": 3.0}
+            return [row if name == "multitoken" else {**row, "outer": 4.0, "peak_mib": 99.0}]
+
+        return fake
+
+    faked = {
+        n: dataclasses.replace(entry(n), bench_jobs=fake_for(n))
+        for n in builtin_names()
+        if entry(n).bench_jobs is not None
+    }
+    monkeypatch.setattr(experiment_cases, "entry", lambda n: faked.get(n, entry(n)))
+    got = experiment_cases.experiment_jobs(True)
+    assert set(got) == JOBS
+    lines = report.job_rows(got)
+    assert "| multitoken job | soon | 2.0 s | - | 3.0 s | - | - |" in lines
+    assert "| nexttoken job | soon | 2.0 s | 4.0 s | 3.0 s | 99 MiB | - |" in lines
+    record = json.loads((REPO / "docs" / "benchmarks.json").read_text())
+    table = bench_readme.readme_table({**record, "experiment_jobs": got})
+    assert "| nexttoken job | 3.0 CPU-s, 2.0 s wall | | |" in table

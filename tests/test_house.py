@@ -195,17 +195,6 @@ NORM_DECLARERS = {
 }
 EXP, SET, NORM = "experiment", "data set", "norm"
 PENDING = {  # path -> (what it names, why it is not fixed here yet)
-    "config/schema.py": (
-        {EXP},
-        'the default experiment="gd": to come from the registry (attnsvm/config/ is the '
-        "typed-entries conversion's)",
-    ),
-    "bench/experiment_cases.py": (
-        {EXP, SET},
-        "nexttoken and multitoken whole-experiment cases: to move to their entries' bench_cases",
-    ),
-    "bench/report.py": ({EXP, SET}, "rows of those cases"),
-    "bench/readme.py": ({EXP, SET}, "README rows of those cases"),
 }
 
 

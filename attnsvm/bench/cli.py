@@ -11,8 +11,8 @@ from the same process, naive and ours interleaved. Whole experiments run in fres
 processes, one per core as the joblib launcher would, each reporting its CPU time and peak
 resident memory (ru_maxrss).
 Every registered experiment whose entry declares ``bench_cases(quick)`` adds its own cases
-(batched against one seed at a time). Benchmarks are never unit tests;
-tests/test_speed_paths.py checks that the fast paths agree.
+(batched against one seed at a time), and ``bench_jobs(quick)`` its whole jobs. Benchmarks
+are never unit tests; tests/test_speed_paths.py checks that the fast paths agree.
 """
 
 from __future__ import annotations
@@ -29,10 +29,9 @@ from attnsvm.bench import report, stage, sweep_overhead
 from attnsvm.bench import scale as bench_scale
 from attnsvm.bench.experiment_cases import (
     experiment_benches,
+    experiment_jobs,
     local_experiment,
-    multitoken_experiment,
     naive_training_memory,
-    nexttoken_experiments,
     rank_experiment,
 )
 from attnsvm.bench.readme import write_readme_table
@@ -74,19 +73,18 @@ def _measure(quick: bool, emit) -> report.Results:
         naive_rank = naive_rank_estimate(quick)
         thr = training_throughput(quick)
         joint = joint_training(quick)
-        mt_cpu, mt_target = multitoken_experiment(quick)
         big = large_svms()
     builds = build_throughput(quick)
     rank = rank_experiment(quick)
     local = local_experiment(quick)
     base_mem = naive_training_memory()
-    nt = nexttoken_experiments(quick)
+    jobs = experiment_jobs(quick)
     scale = bench_scale.measure(quick)
     experiments = experiment_benches(quick)
     sweep = sweep_overhead.measure(quick)
     return report.Results(
-        tr, sv, naive_rank, thr, mt_cpu, mt_target, big, builds, rank, local, base_mem, nt, joint,
-        scale, experiments, sweep, *_stage(quick),
+        tr, sv, naive_rank, thr, big, builds, rank, local, base_mem, jobs, joint, scale,
+        experiments, sweep, *_stage(quick),
     )  # fmt: skip
 
 

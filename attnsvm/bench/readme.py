@@ -24,7 +24,7 @@ def _ratio(a: float, b: float) -> str:
 
 
 def _core_rows(r: dict) -> list[str]:
-    """Training and SVMs against the naive way, and the rank, local and multitoken experiments."""
+    """Training and SVMs against the naive way, and the rank and local experiments."""
     t, svm6 = r["train_ms"], r["svm_ms"]["(6, 8, 10)"]
     fro, nuc, large = svm6[FROBENIUS], svm6[NUCLEAR], r["large_s"]
     vs_naive = lambda e: " / ".join(_ratio(t[k]["naive"], t[k][e]) for k in ("w", "kq"))  # noqa: E731
@@ -49,8 +49,6 @@ def _core_rows(r: dict) -> list[str]:
         f"| local experiment (100 seeds × W, (K,Q), 400 SVMs) | {r['local']['cpu']:.1f} CPU-s, "
         f"{r['local']['wall']:.1f} s wall | ≈ {(t['w']['naive'] + t['kq']['naive']) / 10:.0f} "
         f"CPU-s + SVMs | |",
-        f"| multitoken sweep (500 accepted per d, 4 values of d), bench estimate "
-        f"| {r['multitoken_cpu']:.0f} CPU-s | | |",
         f"| Frobenius SVM (20,20,1000) / nuclear SVM (20,20,200) | {large[FROBENIUS]:.2f} / "
         f"{large[NUCLEAR]:.2f} s | – | – |",
     ]
@@ -59,13 +57,10 @@ def _core_rows(r: dict) -> list[str]:
 def _more_rows(r: dict) -> list[str]:
     """The rows of what later bench runs added (absent from older results files)."""
     rows = []
-    if r.get("nexttoken"):
-        nt = r["nexttoken"]
-        rows.append(
-            f"| nexttoken: the global / local notebook's 10 instances, one worker; the d sweep "
-            f"(18 jobs) on 2 | {nt['global']['wall']:.1f} / {nt['local']['wall']:.1f} s; "
-            f"{nt['d_sweep']['wall']:.0f} s wall | | |"
-        )
+    for jobs in r.get("experiment_jobs", {}).values():  # each experiment's bench_jobs
+        rows += [
+            f"| {j['what']} | {j['cpu']:.1f} CPU-s, {j['wall']:.1f} s wall | | |" for j in jobs
+        ]
     if r.get("joint_per_cpu_s"):
         j = r["joint_per_cpu_s"]
         rows.append(

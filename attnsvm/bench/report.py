@@ -19,14 +19,12 @@ class Results:
     svm: dict  # bench_svm_ratio
     naive_rank: float
     throughput: dict  # training_throughput
-    multitoken_cpu: float
-    multitoken_target: int
     large: dict  # large_svms
     builds: dict  # build_throughput
     rank: Timing
     local: Timing
     base_mem: float
-    nexttoken: dict = field(default_factory=dict)  # nexttoken_experiments
+    jobs: dict = field(default_factory=dict)  # experiment_jobs: experiment -> rows
     joint: dict = field(default_factory=dict)  # joint_training
     scale: list = field(default_factory=list)  # bench_scale.measure
     experiments: dict = field(default_factory=dict)  # experiment_benches
@@ -73,31 +71,33 @@ def emit_experiments(emit, r: Results, quick: bool) -> None:
         f"| {local.peak_mib:.0f} MiB | "
         f"{(tr['w']['naive'] + tr['kq']['naive']) * 100:.0f} s + SVMs |"
     )
-    emit(
-        f"| multitoken: 500 accepted per d (measured at {r.multitoken_target} per d, scaled) "
-        f"| <= 5 min | {r.multitoken_cpu / 2:.0f} s on 2 cores | - | {r.multitoken_cpu:.0f} s "
-        "| - | - |"
-    )
-    _emit_nexttoken(emit, r.nexttoken, quick)
+    for line in job_rows(r.jobs):
+        emit(line)
     emit()
     emit(f"Idle worker after imports + 1 tiny run: {r.base_mem:.0f} MiB peak RSS.")
     emit()
 
 
-def _emit_nexttoken(emit, nt: dict, quick: bool) -> None:
-    """Rows of the nexttoken experiment: the published notebooks' settings and the d sweep."""
-    rows = {
-        "global": "nexttoken global notebook: 10 instances, nll, 4000 steps, 1 worker",
-        "local": "nexttoken local notebook: 10 instances, lsq2, 2000 steps, 1 worker",
-        "d_sweep": f"nexttoken d sweep: 9 d x 2 graph kinds x {20 if quick else 100} instances",
-    }
-    targets = {"global": "seconds", "local": "seconds", "d_sweep": "a few min"}
-    for key, what in rows.items():
-        t = nt[key]
-        emit(
-            f"| {what} | {targets[key]} | {t.wall:.1f} s | {t.outer:.1f} s | {t.cpu:.1f} s "
-            f"| {t.peak_mib:.0f} MiB | - |"
-        )
+def job_rows(jobs: dict) -> list[str]:
+    """The whole-experiment table's rows of each experiment's ``bench_jobs``."""
+    return [
+        f"| {j['what']} | {j['target']} | {_cells(j)} | - |" for rows in jobs.values() for j in rows
+    ]
+
+
+def _cells(job: dict) -> str:
+    """wall, wall incl. start, CPU and peak memory of an experiment's job row ("-" where it did
+    not measure one)."""
+    cells = [
+        ("wall", "{:.1f} s"),
+        ("outer", "{:.1f} s"),
+        ("cpu", "{:.1f} s"),
+        ("peak_mib", "{:.0f} MiB"),
+    ]
+    return " | ".join(
+        form.format(job[key]) if job.get(key) == job.get(key) and key in job else "-"
+        for key, form in cells
+    )
 
 
 def emit_joint(emit, joint: dict) -> None:
@@ -174,8 +174,7 @@ def record(r: Results, stamp: str, quick: bool) -> dict:
         },
         "rank": {"wall": r.rank.wall, "cpu": r.rank.cpu, "naive_cpu": r.naive_rank},
         "local": {"wall": r.local.wall, "cpu": r.local.cpu},
-        "multitoken_cpu": r.multitoken_cpu,
-        "nexttoken": {k: {"wall": t.wall, "cpu": t.cpu} for k, t in r.nexttoken.items()},
+        "experiment_jobs": r.jobs,
         "joint_per_cpu_s": r.joint,
         "large_s": {name: t.wall for name, (_, t, _, _) in r.large.items()},
         "scale": r.scale,
@@ -274,8 +273,8 @@ a busy machine), which a Hydra multirun pays once per worker as well.
 ## Known gaps
 
 - The fused kernel covers the linear and ReLU heads; the lambda head trains with torch.
-- The bench measures multitoken at 25 accepted instances per d and scales to 500; the real
-  sweep (`+sweeps=multitoken`, 500 per d) took 55 s on 2 cores (docs/nonlinear.md).
+- An experiment's own whole-job rows may be estimates scaled from a smaller run; each row's
+  text says how it was measured (the experiment's docs give the real sweep's time).
 - The naive rank time is extrapolated from one instance per (n,T,d) point (times 100).
 """
 

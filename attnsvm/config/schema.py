@@ -235,7 +235,8 @@ class RunConfig:
     solver: SolverConfig = field(default_factory=SolverConfig)
     head: HeadConfig = field(default_factory=HeadConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
-    experiment: str = "gd"  # a package under attnsvm/experiments/, or your module's path
+    experiment: str = ""  # a package under attnsvm/experiments/, or your module's path
+    # ("": the built-in whose entry says default=True, the default of attnsvm.config.RunConfig)
     train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
     seeds: int = 8  # how many seeds: seed, seed + 1, ..., seed + seeds - 1
     seed: int = 0

@@ -33,6 +33,8 @@ object of the class ``Experiment`` (attnsvm/experiments/experiment.py):
                                      #   tables (attnsvm/results/published.py: Published)
         bench_cases=bench_cases,     # optional: (quick) -> {case: {"batched": x, "alone": y}},
                                      #   its own cases of python -m attnsvm.bench
+        bench_jobs=bench_jobs,       # optional: (quick) -> [{"what", "target", "wall", "cpu",
+                                     #   "outer", "peak_mib"}]: whole jobs of it, timed there
         doc=__doc__,                 # optional: what it is (default: its module's docstring)
     )
 
@@ -93,10 +95,26 @@ def _builtin() -> list[str]:
 
 
 @cache
+def default_name() -> str:
+    """The built-in whose entry says ``default=True``: the experiment of a config that names
+    none (the schema's ``experiment=""``); "" when none does (its package was removed)."""
+    found = [n for n in _builtin() if entry(n).default]
+    if len(found) > 1:
+        raise ConfigError(f"exactly one built-in experiment is the default; got {found}")
+    return found[0] if found else ""
+
+
+@cache
 def entry(name: str, key: str = "experiment") -> Experiment:
-    """The ``Experiment`` of experiment ``name``, checked: a ConfigError names what is wrong."""
-    name = getattr(name, "value", name)
+    """The ``Experiment`` of experiment ``name`` ("": the default), checked: a ConfigError
+    names what is wrong."""
+    name = getattr(name, "value", name) or default_name()
     builtin = _builtin()
+    if not name:
+        raise ConfigError(
+            f"{key} is not set and no built-in experiment is the default (default=True): "
+            f"accepted values are {', '.join(builtin)}, or the import path of your own module"
+        )
     path = f"{__name__}.{name}" if name in builtin else name
     accepted = (
         f"{', '.join(builtin)}, or the import path of your own module declaring EXPERIMENT = "
@@ -198,6 +216,7 @@ def run_config_class() -> type:
     data = dataset_class()  # the core's dataset keys with every data set's own
     groups = [("dataset", data, dataclasses.field(default_factory=data))]
     groups += [(g, c, dataclasses.field(default_factory=c)) for g, c in config_groups().items()]
+    groups.append(("experiment", str, dataclasses.field(default=default_name())))
     return dataclasses.make_dataclass(
         "RunConfig",
         groups,
@@ -212,9 +231,10 @@ def with_groups(run):
     from attnsvm.data.sets import dataset_class
 
     cls, data = run_config_class(), dataset_class()
-    if isinstance(run, cls) and isinstance(run.dataset, data):
+    if isinstance(run, cls) and isinstance(run.dataset, data) and run.experiment:
         return run
     values = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
+    values["experiment"] = values["experiment"] or default_name()
     if not isinstance(values["dataset"], data):
         base = values["dataset"]
         values["dataset"] = data(

@@ -35,12 +35,15 @@ class Experiment:
     hash_neutral: bool = True  # its group enters the job hash only when not default
     published: Callable | None = None  # () -> its sweeps' rows of the README's results tables
     bench_cases: Callable | None = None  # (quick) -> {case: {"batched": x, "alone": y, ...}}
+    bench_jobs: Callable | None = None  # (quick) -> [{"what", "target", "wall", "cpu", ...}]:
+    #   whole jobs of it timed by python -m attnsvm.bench (its rows of the report and README)
+    default: bool = False  # the experiment of a config that names none (exactly one built-in)
     doc: str = ""  # what it is (python -m attnsvm.run --help); default: its module's docstring
 
     def __post_init__(self) -> None:
         for name in ("run_job", "summary_text"):
             _expect(self, name, callable(getattr(self, name)), "a function")
-        for name in ("figures", "check", "published", "bench_cases"):
+        for name in ("figures", "check", "published", "bench_cases", "bench_jobs"):
             _expect(self, name, _maybe(self, name, callable), "a function or None")
         _expect(self, "name", isinstance(self.name, str) and self.name != "", "a non-empty str")
         _expect(self, "Config", _maybe(self, "Config", _is_dataclass_type), "a dataclass or None")
@@ -55,6 +58,7 @@ class Experiment:
         _expect(self, "instead", instead, "a dict of str -> str")
         _expect(self, "fused_unfit", _maybe(self, "fused_unfit", _is_str), "a str or None")
         _expect(self, "hash_neutral", isinstance(self.hash_neutral, bool), "a bool")
+        _expect(self, "default", isinstance(self.default, bool), "a bool")
         _expect(self, "doc", isinstance(self.doc, str), "a str")
 
     @property

@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 from attnsvm.config.constraints import accepted_text
 from attnsvm.config.schema import CONF_MODULE
 from attnsvm.config.schema import RunConfig as CoreRunConfig
-from attnsvm.experiments import builtin_names, entry, group_of, read_groups
+from attnsvm.experiments import builtin_names, entry, group_of, read_groups, run_config_class
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 TARGETS = {"config-reference": "configuration.md", "result-columns": "result-contract.md"}
@@ -143,7 +143,8 @@ def config_reference() -> str:
             lines += [*key_table(entry(name).Config, group), ""]
     runs = {"experiment": ", ".join(f"`{n}`" for n in sorted(builtin_names()))}
     runs["experiment"] += ", or your module's import path"
-    lines += ["### Run-level keys", "", *key_table(CoreRunConfig, "", runs), ""]
+    full = run_config_class()  # the defaults users get (the default experiment's name)
+    lines += ["### Run-level keys", "", *key_table(CoreRunConfig, "", runs, made=full), ""]
     return "\n".join([*lines, *experiment_reads()])
 
 

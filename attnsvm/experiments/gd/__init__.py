@@ -24,6 +24,7 @@ figures = later("attnsvm.experiments.gd.plots:figures")
 
 EXPERIMENT = Experiment(
     name="gd",
+    default=True,  # the paper's pipeline: the experiment of a config that names none
     run_job=run_job,
     summary_text=summary_text,
     figures=figures,

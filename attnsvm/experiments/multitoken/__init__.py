@@ -55,5 +55,6 @@ EXPERIMENT = Experiment(
     reads=("dtype", "dataset", "parameterization", "optimizer", "head", "solver"),
     hash_neutral=False,  # its group was always part of the job hash: old sweeps resume
     published=published,
+    bench_jobs=later("attnsvm.experiments.multitoken.bench:bench_jobs"),
     doc=__doc__,
 )

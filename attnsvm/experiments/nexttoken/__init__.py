@@ -84,5 +84,6 @@ EXPERIMENT = Experiment(
     # not dtype: it trains in float64, whatever dtype says
     reads=("dataset", "parameterization", "optimizer", "solver", "metrics.epsilon"),
     published=published,
+    bench_jobs=later("attnsvm.experiments.nexttoken.bench:bench_jobs"),
     doc=__doc__,
 )

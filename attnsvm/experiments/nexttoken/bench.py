@@ -1,0 +1,53 @@
+"""Whole-experiment rows of experiment ``nexttoken`` for ``python -m attnsvm.bench``: the two
+published notebooks' settings (10 instances, W), each one job in one worker, and the d sweep
+(sweeps/nexttoken_d.yaml, cyclic and acyclic) on 2 workers.
+
+    from attnsvm.experiments.nexttoken.bench import bench_jobs
+    bench_jobs(quick=True)   # [{"key": "global", "what": ..., "wall": ..., "cpu": ...}, ...]
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from attnsvm.bench.timing import parallel, split
+from attnsvm.config import DatasetConfig, OptimizerConfig, RunConfig
+from attnsvm.experiments.nexttoken.config import NexttokenConfig
+
+NEXTTOKEN_D = [2, 3, 4, 6, 8, 12, 16, 24, 32]  # sweeps/nexttoken_d.yaml
+
+
+def _cfg(loss: str, lr: float, steps: int, seeds: int, **dataset) -> RunConfig:
+    ds = {**dict(generator="nexttoken", n=6, T=4, d=8, K=6, draws="published"), **dataset}
+    return RunConfig(
+        experiment="nexttoken",
+        seeds=seeds,
+        dataset=DatasetConfig(**ds),
+        nexttoken=NexttokenConfig(loss=loss),
+        optimizer=OptimizerConfig(lr=lr, steps=steps, checkpoint_every=20 if seeds == 10 else 100),
+    )
+
+
+def bench_jobs(quick: bool) -> list[dict]:
+    """The notebooks' jobs and the d sweep: wall, CPU, peak memory (attnsvm/bench/timing.py)."""
+    seeds = 20 if quick else 100
+    sweep = [
+        _cfg("nll", 0.01, 4000, seeds, d=d, draws="per_seed", graphs=g)
+        for d in NEXTTOKEN_D
+        for g in ("cyclic", "acyclic")
+    ]
+    timings = {
+        "global": parallel([("jobs", [_cfg("nll", 0.01, 4000, 10)])], workers=1),
+        "local": parallel([("jobs", [_cfg("lsq2", 0.1, 2000, 10, notebook="local")])], workers=1),
+        "d_sweep": parallel([("jobs", part) for part in split(sweep, 2)]),
+    }
+    what = {
+        "global": "nexttoken global notebook: 10 instances, nll, 4000 steps, 1 worker",
+        "local": "nexttoken local notebook: 10 instances, lsq2, 2000 steps, 1 worker",
+        "d_sweep": f"nexttoken d sweep: 9 d x 2 graph kinds x {seeds} instances, 2 workers",
+    }
+    target = {"global": "seconds", "local": "seconds", "d_sweep": "a few min"}
+    return [
+        {"key": key, "what": what[key], "target": target[key], **asdict(t)}
+        for key, t in timings.items()
+    ]
