@@ -15,9 +15,12 @@ the worker would: a job that is not ``finished`` is computed again on resume.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+WRITERS = ("pandas", "pyarrow.parquet", "attnsvm.results.store")  # what ``write`` imports
 
 
 @dataclass
@@ -53,3 +56,11 @@ def deliver(done: Computed) -> str:
     write(done)
     report(done)
     return "finished"
+
+
+def import_writers() -> None:
+    """Import what ``deliver`` needs (pandas, pyarrow: a second or more), in a sweep's process
+    that has jobs to run, while its workers start: else the first job's tables would be
+    written while the worker waits for its next job."""
+    for module in WRITERS:
+        importlib.import_module(module)

@@ -25,7 +25,7 @@ def versions() -> dict:
 def _versions() -> dict:
     return {
         "python": platform.python_version(),
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a str: torch's TorchVersion would pickle as torch's
         "numpy": numpy.__version__,
         **{name: _installed(name) for name in ("scipy", "cvxpy", "clarabel", "scs")},
     }

@@ -21,6 +21,7 @@ import importlib
 import logging
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -49,6 +50,18 @@ class Outcome:
     error: str | None = None  # repr of the exception, or how the worker died
     traceback: str | None = None
     exitcode: int | None = None  # set when the worker died without answering
+    raw: bytes | None = None  # the answer as it came, until ``_unpickled``
+
+
+def _unpickled(outcome: Outcome) -> Outcome:
+    """``outcome`` with its answer's (value, error, traceback) unpickled from ``raw``."""
+    if outcome.raw is not None:
+        try:
+            outcome.value, outcome.error, outcome.traceback = pickle.loads(outcome.raw)
+        except Exception as exc:  # noqa: BLE001  (an answer that does not unpickle here)
+            outcome.error = f"the job's answer could not be read: {exc!r}"
+        outcome.raw = None
+    return outcome
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -171,7 +184,7 @@ class WorkerPool:
         self.pids.append(w.process.pid)
         return w
 
-    def _start(self, count: int) -> None:
+    def start(self, count: int) -> None:
         """``count`` workers started now, before the first job is prepared: their start (spawn,
         imports: seconds) runs beside that preparation."""
         while len(self.idle) + len(self.busy) < min(count, self.n):
@@ -202,14 +215,18 @@ class WorkerPool:
                     return
                 ready[num] = _pickled(prepare, num)
 
-    def _collect(self, w: _Worker) -> Outcome | None:
-        """The worker's answer, or (dead worker) an Outcome saying how it died; None: not yet."""
+    def _collect(self, w: _Worker, unpickle: bool = True) -> Outcome | None:
+        """The worker's answer, or (dead worker) an Outcome saying how it died; None: not yet.
+        ``unpickle=False``: its bytes, unpickled by ``_unpickled`` (a job's tables are the first
+        DataFrames the sweep's process sees: the import of pandas must not delay the worker's
+        next job)."""
         if w.conn.poll():
             try:
-                value, error, tb = w.conn.recv()
-                return Outcome(value=value, error=error, traceback=tb)
+                data = w.conn.recv_bytes()
             except (EOFError, OSError):
-                pass
+                data = None
+            if data is not None:
+                return _unpickled(Outcome(raw=data)) if unpickle else Outcome(raw=data)
         if w.process.is_alive():
             return None
         w.process.join()
@@ -224,13 +241,13 @@ class WorkerPool:
         if prepare is None:
             prepare = dict(jobs).__getitem__
         pending, outcomes, ready = deque(sorted(jobs)), {}, {}
-        self._start(len(pending))
+        self.start(len(pending))
         while pending or self.busy:
             self._dispatch(pending, ready, prepare)
             self._prepare_ahead(pending, ready, prepare)
             wait(self._waitables())
             for num, w in list(self.busy.items()):
-                outcome = self._collect(w)
+                outcome = self._collect(w, unpickle=False)
                 if outcome is None:
                     continue
                 del self.busy[num]
@@ -238,6 +255,7 @@ class WorkerPool:
                 if w.process.is_alive():
                     self.idle.append(w)
             self._dispatch(pending, ready, prepare)  # the freed workers' next jobs, then done
+            self._prepare_ahead(pending, ready, prepare)  # ... and theirs after
             self._report_ended(done)
         return outcomes
 
@@ -245,7 +263,7 @@ class WorkerPool:
         """``done`` for each job that ended and was not reported yet (in the order they ended)."""
         while self.ended:
             num = next(iter(self.ended))
-            outcome = self.ended.pop(num)
+            outcome = _unpickled(self.ended.pop(num))
             if done is not None:
                 done(num, outcome)
 
@@ -256,7 +274,10 @@ class WorkerPool:
         for w in self.busy.values():
             if w.process.is_alive():
                 os.kill(w.process.pid, signal.SIGTERM)
-        outcomes, deadline = dict(self.ended), time.monotonic() + grace
+        outcomes, deadline = (
+            {n: _unpickled(o) for n, o in self.ended.items()},
+            time.monotonic() + grace,
+        )
         self.ended.clear()
         while self.busy and time.monotonic() < deadline:
             wait(self._waitables(), 0.2)

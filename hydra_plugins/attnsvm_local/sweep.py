@@ -41,7 +41,7 @@ from hydra.core.utils import (
 )
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from attnsvm.handoff import Computed, deliver
+from attnsvm.handoff import Computed, deliver, import_writers
 from attnsvm.results.plan import (
     INVALID,
     SKIP,
@@ -196,6 +196,8 @@ class LocalSweep:
             for num in todo:
                 log.info("\t#%d : %s", num, job_label(self.jobs[num].overrides))
             self.pool = WorkerPool(n_workers(self.launcher.n_jobs, len(todo)), warm=WARM)
+            self.pool.start(len(todo))
+            import_writers()  # while the workers start (they import torch: longer)
             self.pool.run(todo, done=self._done, prepare=self._prepare)
             HydraConfig.instance().set_config(self.launcher.config)
         record_statuses(j.status for j in self.jobs.values())
