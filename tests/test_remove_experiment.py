@@ -27,14 +27,16 @@ REMOVED = ("gd", "icl", "rankdyn")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "build")
 
 
-def _copy_without(tmp: Path, name: str) -> Path:
-    """attnsvm/, conf/ and hydra_plugins/ under ``tmp/tree``, without experiment ``name``."""
+def _copy_without(tmp: Path, name: str | None) -> Path:
+    """attnsvm/, conf/ and hydra_plugins/ under ``tmp/tree``, without experiment ``name``
+    (None: all of them)."""
     tree = tmp / "tree"
     for part in ("attnsvm", "conf", "hydra_plugins"):
         shutil.copytree(REPO / part, tree / part, ignore=IGNORE)
     for so in (REPO / "attnsvm").rglob("*.so"):  # a built fused kernel, where there is one
         shutil.copy2(so, tree / so.relative_to(REPO))
-    shutil.rmtree(tree / "attnsvm" / "experiments" / name)
+    if name is not None:
+        shutil.rmtree(tree / "attnsvm" / "experiments" / name)
     return tree
 
 
