@@ -103,3 +103,13 @@ def test_the_experiments_whole_jobs_are_found_and_reported(monkeypatch):
     record = json.loads((REPO / "docs" / "benchmarks.json").read_text())
     table = bench_readme.readme_table({**record, "experiment_jobs": got})
     assert "| nexttoken job | 3.0 CPU-s, 2.0 s wall | | |" in table
+
+
+def test_the_machine_ceiling_beside_the_threads_row_is_a_throughput_ratio():
+    """bench.timing.parallel_ceiling: N processes side by side against one, per kind of work,
+    a ratio in (0, N] up to timing noise (what makes the threads=N row readable)."""
+    from attnsvm.bench.timing import parallel_ceiling
+
+    got = parallel_ceiling(2)
+    assert set(got) == {"python", "blas"}
+    assert all(0 < v <= 2.5 for v in got.values()), got

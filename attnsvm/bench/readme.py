@@ -125,8 +125,15 @@ def _stage_rows(r: dict) -> list[str]:
         t = r["job_start"]["threads"]
         rows.append(
             f"| a {t['seeds']}-seed (K,Q) job on {t['workers']} cores (`threads={t['workers']}`) "
-            f"against `threads=1`, rows {'identical' if t['identical'] else 'DIFFERENT'} "
-            f"| {t['all']:.2f} s | {t['one']:.2f} s | {t['speedup']:.2f}× |"
+            f"against `threads=1`, rows {'identical' if t['identical'] else 'DIFFERENT'}"
+            + (
+                f" (this machine's ceiling: {t['workers']} processes side by side give "
+                f"{t['ceiling']['python']:.2f}× one's pure-Python throughput, "
+                f"{t['ceiling']['blas']:.2f}× BLAS)"
+                if "ceiling" in t
+                else ""
+            )
+            + f" | {t['all']:.2f} s | {t['one']:.2f} s | {t['speedup']:.2f}× |"
         )
     return rows
 

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from attnsvm.bench.timing import timed
+from attnsvm.bench.timing import parallel_ceiling, timed
 from attnsvm.config import (
     DatasetConfig,
     HeadConfig,
@@ -162,7 +162,8 @@ def threads_job(seeds: int) -> dict:
         runs[threads] = res.runs.drop(columns=[c for c in res.runs if "seconds" in c])
     same = runs[1].equals(runs[workers])  # threads is no result column (config.identity)
     return {"seeds": seeds, "workers": workers, "one": walls[1], "all": walls[workers],
-            "speedup": walls[1] / walls[workers], "identical": bool(same)}  # fmt: skip
+            "speedup": walls[1] / walls[workers], "identical": bool(same),
+            "ceiling": parallel_ceiling(workers)}  # fmt: skip
 
 
 def emit_stage(emit, rows: list[dict], start: dict) -> None:
@@ -197,6 +198,8 @@ def emit_stage(emit, rows: list[dict], start: dict) -> None:
         emit(
             f"A {t['seeds']}-seed (K,Q) job in-process: threads=1 {t['one']:.2f} s, "
             f"threads={t['workers']} {t['all']:.2f} s: {t['speedup']:.2f}x; rows "
-            f"{'identical' if t['identical'] else 'DIFFER'}."
+            f"{'identical' if t['identical'] else 'DIFFER'}. This machine's ceiling: "
+            f"{t['workers']} processes side by side run {t['ceiling']['python']:.2f}x one's "
+            f"throughput of pure Python, {t['ceiling']['blas']:.2f}x of BLAS."
         )
     emit()

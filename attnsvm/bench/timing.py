@@ -94,3 +94,36 @@ def machine() -> str:
 
 def load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _python_work(_) -> float:
+    """Seconds of a fixed pure-Python loop (the interpreter, no library call)."""
+    t0, total = time.perf_counter(), 0
+    for i in range(3_000_000):
+        total += i * i
+    return time.perf_counter() - t0
+
+
+def _blas_work(_) -> float:
+    """Seconds of a fixed run of 300 x 300 matrix products on one BLAS thread."""
+    a = np.random.default_rng(0).random((300, 300))
+    with threadpool_limits(limits=1):
+        t0 = time.perf_counter()
+        for _ in range(150):
+            a @ a
+        return time.perf_counter() - t0
+
+
+def parallel_ceiling(workers: int) -> dict:
+    """What ``workers`` forked processes doing the same work side by side give against one, in
+    throughput (workers x one's seconds / the slowest's): the most a job spread over that many
+    processes can gain here. A virtual machine's cores may give far less than their count
+    (2 vCPUs that ran two interpreter loops at 1.1x one)."""
+    out = {}
+    for kind, work in (("python", _python_work), ("blas", _blas_work)):
+        with get_context("fork").Pool(1) as pool:
+            one = pool.map(work, [0])[0]
+        with get_context("fork").Pool(workers) as pool:
+            slowest = max(pool.map(work, range(workers)))
+        out[kind] = workers * one / slowest
+    return out
