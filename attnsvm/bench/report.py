@@ -95,7 +95,7 @@ def _cells(job: dict) -> str:
         ("peak_mib", "{:.0f} MiB"),
     ]
     return " | ".join(
-        form.format(job[key]) if job.get(key) == job.get(key) and key in job else "-"
+        form.format(job[key]) if key in job and job[key] == job[key] else "-"  # nan: not measured
         for key, form in cells
     )
 
