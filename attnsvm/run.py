@@ -232,9 +232,12 @@ def cli() -> None:
         check_output_dir_overrides(sys.argv[1:])  # before Hydra fails to create them
     except ConfigError as exc:
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
+    from hydra_plugins.attnsvm_local.early import is_local_sweep, start_first_worker
+
+    start_first_worker(sys.argv[1:])  # a local sweep's first worker starts beside Hydra's start
     main()
-    if _FINISHED_SINGLE_RUN:
-        exit_now()
+    if _FINISHED_SINGLE_RUN or is_local_sweep(sys.argv[1:]):
+        exit_now()  # every result is written: skip the interpreter's teardown
 
 
 if __name__ == "__main__":

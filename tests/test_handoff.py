@@ -47,7 +47,7 @@ def test_a_handed_off_job_is_written_as_its_own_process_writes_it(tmp_path, caps
 SCRIPT = textwrap.dedent(
     """
     import time
-    from hydra_plugins.attnsvm_local.pool import WorkerPool
+    from attnsvm.workers import WorkerPool
 
     def job(k):
         return k

@@ -14,7 +14,7 @@ from conftest import REPO
 SCRIPT = textwrap.dedent(
     """
     import sys
-    from hydra_plugins.attnsvm_local.pool import WorkerPool
+    from attnsvm.workers import WorkerPool
 
     def job():
         print("printed by the job, never flushed by it", end="")

@@ -5,11 +5,12 @@ python -m attnsvm.run -m dataset.d=2,4,8 parameterization=w,kq hydra.launcher.n_
 Jobs get what Hydra's per-job machinery gives them (per-job config, ``.hydra/``, ``run.log``),
 as hydra-joblib-launcher runs them, so their results are the same bits. What differs:
 
-- every job is planned (attnsvm.results.plan.plan_plain) before any worker starts, in
+- every job is planned (attnsvm.results.plan.plan_plain) before it is sent to a worker, in
   milliseconds per job (sweep.py's doc): finished jobs are skipped there, and a sweep with
-  nothing left to run starts no worker at all; the workers stay up for the whole sweep and
-  get each job planned, its directory and ``.hydra/`` written by the sweep's process;
-- the workers (pool.py) end with the sweep's process however it ends, SIGKILL included;
+  nothing left to run computes nothing; the first worker starts with the command (early.py),
+  the workers stay up for the whole sweep and get each job planned, its directory and
+  ``.hydra/`` written by the sweep's process;
+- the workers (attnsvm/workers.py) end with the sweep's process however it ends, SIGKILL included;
 - a worker that dies, or a job that raises outside attnsvm's own recording (a full disk), fails
   that job only (``status: failed`` with the reason, in job.json where it can still be
   written); the other jobs go on;

@@ -51,12 +51,14 @@ from attnsvm.results.plan import (
     record_statuses,
 )
 from attnsvm.results.store import finished_index
+from attnsvm.workers import Outcome, WorkerPool
 from hydra_plugins.attnsvm_local.compose import composer_for, hydra_files
-from hydra_plugins.attnsvm_local.pool import Outcome, WorkerPool
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
 PLANNED = "planned %d jobs in %.1f ms (%.2f ms per job)"  # attnsvm.bench reads it
-WARM = ("attnsvm.job",)  # what every job imports (torch): a worker imports it as it starts
+# what jobs import (torch, pandas; the SVM stage's NNLS from scipy.optimize, on first use; the
+# job's entry point run_planned imports): a worker imports them as it starts, not in its first job
+WARM = ("attnsvm.job", "scipy.optimize", "attnsvm.run")
 HYDRA_RESOLVER = "${hydra:"  # an interpolation that needs HydraConfig set to the job's config
 
 

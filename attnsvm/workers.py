@@ -10,11 +10,13 @@ when its parent dies (Linux ``PR_SET_PDEATHSIG``), and a watchdog thread that po
 id does the same elsewhere, then exits hard after a grace period in which the job records
 itself ``interrupted``. A worker that dies mid-job (killed, out of memory) fails that job only:
 the pool starts a new worker for the jobs still to run. concurrent.futures' pool cannot do
-this: a dead worker breaks it and it terminates every other job in flight.
+this: a dead worker breaks it and it terminates every other job in flight. A sweep's first
+worker may start with the command, before the sweep is planned (``start_early``).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import importlib
@@ -88,9 +90,13 @@ def _quiet_exit(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
-def _worker_main(conn, parent_pid: int, warm: tuple[str, ...] = ()) -> None:
+def _worker_main(conn, parent_pid: int, warm: tuple[str, ...] = (), parents_end=None) -> None:
     """One job at a time from ``conn``: (fn, args) in, (value, error, traceback) out; EOF
-    ends the worker. ``warm``: modules imported first, while the sweep prepares the job."""
+    ends the worker. ``warm``: modules imported first, while the sweep prepares the job.
+    ``parents_end``: a forked worker's copy of the sweep's end of the pipe, closed so that the
+    sweep's close is this worker's EOF."""
+    if parents_end is not None:
+        parents_end.close()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _quiet_exit)
     _watch_parent(parent_pid)
@@ -114,8 +120,7 @@ def _worker_main(conn, parent_pid: int, warm: tuple[str, ...] = ()) -> None:
 
 
 def _send(conn, answer: tuple) -> None:
-    """A plain tuple: Hydra's plug-in scan re-imports this module in the worker, so a class
-    of it would not pickle as the same object."""
+    """A plain tuple: the sweep's process need not import anything to read it."""
     try:
         conn.send(answer)
     except OSError:
@@ -127,11 +132,21 @@ def _send(conn, answer: tuple) -> None:
 class _Worker:
     def __init__(self, ctx, warm: tuple[str, ...] = ()) -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(
-            target=_worker_main, args=(child, os.getpid(), warm), name="attnsvm-worker"
-        )
+        args = (child, os.getpid(), warm)
+        if ctx.get_start_method() == "fork":
+            args += (self.conn,)
+        self.process = ctx.Process(target=_worker_main, args=args, name="attnsvm-worker")
         self.process.start()
         child.close()
+
+
+def _early_context():
+    """``fork`` where it is safe (Linux, this process still single-threaded: the command has
+    only imported what starts it), so that the worker begins with what is already imported
+    here (Hydra, the config, attnsvm.run); else ``spawn``, as the pool's other workers."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return mp.get_context("fork")
+    return mp.get_context("spawn")
 
 
 def _reraise(exc: BaseException, tb: str):
@@ -160,6 +175,28 @@ def died(exitcode: int | None) -> str:
     return f"exited with code {exitcode}"
 
 
+_EARLY: dict[tuple[str, ...], _Worker] = {}  # warm -> a worker started before any pool
+
+
+def start_early(warm: tuple[str, ...]) -> None:
+    """One worker started now, before the sweep is composed and planned: its start (spawn,
+    ``warm``'s imports: seconds) runs on another core beside Hydra's start-up, and the first
+    ``WorkerPool`` with the same ``warm`` takes it. Not taken (nothing left to run, a failed
+    config), it is killed when this process exits."""
+    if warm not in _EARLY:
+        _EARLY[warm] = _Worker(_early_context(), warm)
+        atexit.register(_drop_early)
+
+
+def _drop_early() -> None:
+    """The early workers no pool took: killed, not left to finish their imports."""
+    while _EARLY:
+        w = _EARLY.popitem()[1]
+        w.conn.close()
+        w.process.kill()
+        w.process.join()
+
+
 class WorkerPool:
     """At most ``n`` workers; started on demand, replaced when one dies (module doc)."""
 
@@ -171,6 +208,10 @@ class WorkerPool:
         self.busy: dict[int, _Worker] = {}  # job -> worker
         self.ended: dict[int, Outcome] = {}  # jobs that ended, their ``done`` not yet called
         self.pids: list[int] = []  # every worker ever started (tests look for survivors)
+        if warm in _EARLY:  # started with the command (start_early)
+            early = _EARLY.pop(warm)
+            self.idle.append(early)
+            self.pids.append(early.process.pid)
 
     def _worker(self) -> _Worker:
         while self.idle:
