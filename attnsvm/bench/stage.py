@@ -29,6 +29,7 @@ from attnsvm.config import (
 )
 from attnsvm.config.enums import Engine
 from attnsvm.data.generators import make_instances
+from attnsvm.runtime import limit_threads
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 from attnsvm.svm.norm_names import FROBENIUS, NUCLEAR
@@ -77,38 +78,45 @@ def _same_bits(a: list[dict], b: list[dict]) -> bool:
 
 
 def svm_stage(quick: bool) -> list[dict]:
-    """One row per size: seconds per seed of training and of the SVMs each way."""
-    cfg, workers = SolverConfig(), os.cpu_count() or 1
+    """One row per size: seconds per seed of training and of the SVMs each way, each under the
+    thread limits a job of that many ``threads`` sets (runtime.limit_threads): numpy's BLAS is
+    not left at its default, one thread per core, which a job never runs (on two busy cores a
+    (960, 64) SVD took 20x longer on two BLAS threads than on one)."""
     rows = []
     for (n, T, d), counts in SIZES.items():
-        seeds = counts[1] if quick else counts[0]
-        inst = make_instances(DatasetConfig(n=n, T=T, d=d), list(range(seeds)))
-        ocfg = OptimizerConfig(steps=300 if quick else 2000)
-        head, pcfg = make_head(HeadConfig(), inst), ParameterizationConfig()
-        trained = timed(train, inst, head, pcfg, ocfg, engine=Engine.fused).wall * 2000 / ocfg.steps
-        X, Z, opt = inst.X.double().numpy(), inst.Z.double().numpy(), inst.opt.numpy()
-        problems = [(X[r], Z[r], opt[r]) for r in range(seeds)]
-        make = lambda: norms.make_norms(cfg)  # noqa: E731
-        t0 = time.perf_counter()
-        one = norms.solve_spread(make, problems, cfg, 1)
-        t_one = time.perf_counter() - t0
-        alone = n * (T - 1) >= LARGE_M  # solved one instance at a time either way: one route
-        t0 = time.perf_counter()
-        ref = one if alone else _reference(problems, cfg)
-        t_ref = t_one if alone else time.perf_counter() - t0
+        with limit_threads(1):
+            rows.append(_stage_row((n, T, d), counts[1] if quick else counts[0], quick))
+    return rows
+
+
+def _stage_row(size: tuple, seeds: int, quick: bool) -> dict:
+    """``svm_stage``'s row of one size, its 1-worker parts under one thread."""
+    (n, T, d), cfg, workers = size, SolverConfig(), os.cpu_count() or 1
+    inst = make_instances(DatasetConfig(n=n, T=T, d=d), list(range(seeds)))
+    ocfg = OptimizerConfig(steps=300 if quick else 2000)
+    head, pcfg = make_head(HeadConfig(), inst), ParameterizationConfig()
+    trained = timed(train, inst, head, pcfg, ocfg, engine=Engine.fused).wall * 2000 / ocfg.steps
+    X, Z, opt = inst.X.double().numpy(), inst.Z.double().numpy(), inst.opt.numpy()
+    problems = [(X[r], Z[r], opt[r]) for r in range(seeds)]
+    make = lambda: norms.make_norms(cfg)  # noqa: E731
+    t0 = time.perf_counter()
+    one = norms.solve_spread(make, problems, cfg, 1)
+    t_one = time.perf_counter() - t0
+    alone = n * (T - 1) >= LARGE_M  # solved one instance at a time either way: one route
+    t0 = time.perf_counter()
+    ref = one if alone else _reference(problems, cfg)
+    t_ref = t_one if alone else time.perf_counter() - t0
+    with limit_threads(workers):  # as a job of threads=workers
         t_all = timed(norms.solve_spread, make, problems, cfg, workers)
         many = norms.solve_spread(make, problems, cfg, workers)
-        diffs, worst = _worst(one, ref)
-        rows.append(
-            dict(
-                size=(n, T, d), seeds=seeds, workers=workers, train=trained / seeds,
-                reference=t_ref / seeds, batched=t_one / seeds, spread=t_all.wall / seeds,
-                one_route=alone,
-                status_diffs=diffs, one_minus_corr=worst, same_bits=_same_bits(one, many),
-                batched_paths=sum(s[FROBENIUS].path == "batched" for s in one),
-            )
-        )  # fmt: skip
-    return rows
+    diffs, worst = _worst(one, ref)
+    return dict(
+        size=(n, T, d), seeds=seeds, workers=workers, train=trained / seeds,
+        reference=t_ref / seeds, batched=t_one / seeds, spread=t_all.wall / seeds,
+        one_route=alone,
+        status_diffs=diffs, one_minus_corr=worst, same_bits=_same_bits(one, many),
+        batched_paths=sum(s[FROBENIUS].path == "batched" for s in one),
+    )  # fmt: skip
 
 
 def bytecode_env() -> dict:
