@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnsvm.config.compose import check_override_keys, register_configs
+from attnsvm.composition.compose import check_override_keys, register_configs
 from attnsvm.config.schema import CONF_MODULE, RunConfig
 
 
@@ -29,7 +29,7 @@ def compose(overrides: list[str] | None = None) -> RunConfig:
     from hydra import initialize_config_module
     from hydra.errors import MissingConfigException
 
-    from attnsvm.config.compose import to_run_config
+    from attnsvm.composition.compose import to_run_config
 
     overrides = list(overrides or [])
     check_override_keys(overrides)
@@ -61,8 +61,8 @@ def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):
     """Run one job (all its seeds) and return its ``JobResult`` (.runs, .trajectory, .extra,
     .config_hash, .seconds). With ``out_dir``, also write runs.parquet, trajectory.parquet and
     job.json there exactly as the CLI does; a list of overrides is composed first."""
+    from attnsvm.composition.resolve import resolve
     from attnsvm.config.input_checks import check_writable_dir
-    from attnsvm.config.resolve import resolve
     from attnsvm.data.sets import preflight
     from attnsvm.job import run_job as run_pipeline
     from attnsvm.results.store import job_record, write_result

@@ -10,7 +10,7 @@ resolves the run, bounds the threads, and adds what every result carries
 
 from __future__ import annotations
 
-from attnsvm.config.resolve import resolve
+from attnsvm.composition.resolve import resolve
 from attnsvm.experiments import entry
 from attnsvm.results.contract import JobResult, finish
 from attnsvm.runtime import limit_threads

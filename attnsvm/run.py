@@ -24,8 +24,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from attnsvm import handoff
+from attnsvm.composition.compose import check_override_keys, register_configs, to_run_config
 from attnsvm.config.checks import ConfigError
-from attnsvm.config.compose import check_override_keys, register_configs, to_run_config
 from attnsvm.config.input_checks import check_group_options, check_output_dir_overrides
 from attnsvm.config.schema import CONF_MODULE
 from attnsvm.data.sets import preflight

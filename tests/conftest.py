@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnsvm.config import DatasetConfig
+from attnsvm.composition import DatasetConfig
 from attnsvm.data.generators import make_instances
 
 REPO = Path(__file__).resolve().parents[1]

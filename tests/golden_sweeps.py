@@ -42,7 +42,7 @@ def sweep_params(name: str) -> dict[str, str]:
     """hydra.sweeper.params of sweep file ``name``, as multirun.yaml records them."""
     from hydra import compose, initialize_config_dir
 
-    from attnsvm.config import register_configs
+    from attnsvm.composition import register_configs
 
     register_configs()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from attnsvm.api import run_job
-from attnsvm.config import DatasetConfig, OptimizerConfig, ParameterizationConfig, RunConfig
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.config import OptimizerConfig, ParameterizationConfig
 from attnsvm.results.store import JOB, plain, write_json
 
 FIXED = ["seeds=3", "optimizer.steps=60"]

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnsvm.config import DatasetConfig, OptimizerConfig, RunConfig
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.config import OptimizerConfig
 from attnsvm.job import run_job
 from attnsvm.results.aggregate import (
     AggregateError,

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 import attnsvm
-from attnsvm.config import ConfigError, Parameterization, ParameterizationConfig, RunConfig
+from attnsvm.composition import RunConfig
+from attnsvm.config import ConfigError, Parameterization, ParameterizationConfig
 from attnsvm.experiments import builtin_names
 from bits import assert_frames_identical
 from cli_helpers import SMALL, run_cli

@@ -8,7 +8,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from attnsvm.config import check_override_keys, register_configs, to_run_config
+from attnsvm.composition import check_override_keys, register_configs, to_run_config
 from attnsvm.experiments import builtin_names
 from cli_helpers import REPO, SMALL, run_cli
 

@@ -2,14 +2,8 @@
 
 import numpy as np
 
-from attnsvm.config import (
-    DatasetConfig,
-    Init,
-    OptimizerConfig,
-    ParameterizationConfig,
-    RunConfig,
-    SolverConfig,
-)
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.config import Init, OptimizerConfig, ParameterizationConfig, SolverConfig
 from attnsvm.job import run_job
 
 

@@ -7,7 +7,8 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf.errors import ValidationError
 
-from attnsvm.config import ConfigError, RunConfig, register_configs, to_run_config
+from attnsvm.composition import RunConfig, register_configs, to_run_config
+from attnsvm.config import ConfigError
 from conftest import CONF_DIR, REPO
 
 register_configs()
@@ -125,7 +126,7 @@ def test_validating_a_config_loads_neither_torch_nor_the_c_kernel():
     import sys
 
     code = (
-        "import sys; from attnsvm.config import RunConfig; RunConfig(); "
+        "import sys; from attnsvm.composition import RunConfig; RunConfig(); "
         "print(sorted(m for m in ('torch', 'attnsvm.train.fused', 'cvxpy') if m in sys.modules))"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from attnsvm.config import ConfigError, Head, register_configs, to_run_config
+from attnsvm.composition import register_configs, to_run_config
+from attnsvm.config import ConfigError, Head
 
 ROOT = Path(__file__).resolve().parents[1]
 register_configs()

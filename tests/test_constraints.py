@@ -13,8 +13,8 @@ from enum import Enum
 import pytest
 
 import attnsvm
+from attnsvm.composition.compose import CORE_GROUPS
 from attnsvm.config import ConfigError
-from attnsvm.config.compose import CORE_GROUPS
 from attnsvm.config.constraints import (
     BuiltinOrPath,
     Interval,

@@ -10,7 +10,8 @@ import pytest
 
 import attnsvm
 from attnsvm import metrics
-from attnsvm.config import ConfigError, MetricsConfig, RunConfig
+from attnsvm.composition import RunConfig
+from attnsvm.config import ConfigError, MetricsConfig
 from attnsvm.experiments.gd.summary import gd_summary_text as summary_text
 from attnsvm.job import run_job
 from attnsvm.results.store import config_hash

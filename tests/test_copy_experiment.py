@@ -13,7 +13,7 @@ from test_remove_experiment import _copy_without, _run
 
 from cli_helpers import REPO
 
-PROBE = "from attnsvm.config import RunConfig; from attnsvm.config.identity import config_hash; "
+PROBE = "from attnsvm.composition import RunConfig, config_hash; "
 PROBE += "print(config_hash(RunConfig()))"
 
 

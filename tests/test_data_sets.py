@@ -15,8 +15,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from attnsvm import experiments
-from attnsvm.config import ConfigError, DatasetConfig, RunConfig
-from attnsvm.config.identity import config_hash
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.composition.identity import config_hash
+from attnsvm.config import ConfigError
 from attnsvm.config.schema import DatasetBase
 from attnsvm.data import sets
 
@@ -110,7 +111,8 @@ def ramp_instances(cfg, seeds):
 CHECKS = """
 import attnsvm
 from attnsvm.data import sets
-from attnsvm.config import ConfigError, DatasetConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import ConfigError
 from attnsvm.data.generators import make_instances
 
 assert "ramp" in sets.names()

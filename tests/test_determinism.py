@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnsvm.config import (
-    DatasetConfig,
-    Engine,
-    OptimizerConfig,
-    Parameterization,
-    ParameterizationConfig,
-    RunConfig,
-)
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.config import Engine, OptimizerConfig, Parameterization, ParameterizationConfig
 from attnsvm.job import run_job
 from bits import assert_frames_identical
 from cli_helpers import timing_columns

@@ -75,7 +75,7 @@ def test_a_lost_job_is_recorded_on_the_node_its_running_record_names(tmp_path):
     node the job's own ``running`` record named; without one, the launcher's (Ray: null)."""
     from hydra import compose, initialize_config_dir
 
-    from attnsvm.config.compose import register_configs, to_run_config
+    from attnsvm.composition.compose import register_configs, to_run_config
     from attnsvm.results.store import JOB, config_hash, job_record, write_json
     from attnsvm.run import record_lost_job
     from conftest import CONF_DIR

@@ -16,9 +16,9 @@ from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 
 import hydra_plugins.attnsvm_local  # noqa: F401  (its launcher, sweeper and resolver)
-from attnsvm.config import compose as conversion
-from attnsvm.config.compose import register_configs, run_config_from_plain
-from attnsvm.config.identity import config_hash, plain
+from attnsvm.composition import compose as conversion
+from attnsvm.composition.compose import register_configs, run_config_from_plain
+from attnsvm.composition.identity import config_hash, plain
 from attnsvm.results.integrity import record_files
 from attnsvm.results.store import write_table
 from conftest import CONF_DIR

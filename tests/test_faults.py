@@ -16,14 +16,8 @@ import pytest
 import torch
 
 import attnsvm
-from attnsvm.config import (
-    ConfigError,
-    DatasetConfig,
-    Engine,
-    HeadConfig,
-    OptimizerConfig,
-    ParameterizationConfig,
-)
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import ConfigError, Engine, HeadConfig, OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments import entry
 from attnsvm.results.aggregate import load_sweep

@@ -15,22 +15,20 @@ import numpy as np
 import pytest
 import torch
 
+from attnsvm.composition import DatasetConfig, Generator, RunConfig
+from attnsvm.composition.resolve import resolve, train_engine
 from attnsvm.config import (
     ConfigError,
-    DatasetConfig,
     Device,
     DType,
     Engine,
-    Generator,
     Head,
     HeadConfig,
     Optimizer,
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
-    RunConfig,
 )
-from attnsvm.config.resolve import resolve, train_engine
 from attnsvm.data.generators import make_instances
 from attnsvm.results.store import config_hash
 from attnsvm.train import fused, kernel

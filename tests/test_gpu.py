@@ -25,16 +25,9 @@ from torch.utils._pytree import tree_flatten
 import attnsvm
 from attnsvm import metrics
 from attnsvm.bench import gpu as bench_gpu
-from attnsvm.config import (
-    ConfigError,
-    DatasetConfig,
-    Engine,
-    HeadConfig,
-    OptimizerConfig,
-    ParameterizationConfig,
-    RunConfig,
-)
-from attnsvm.config.resolve import resolve, train_engine
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.composition.resolve import resolve, train_engine
+from attnsvm.config import ConfigError, Engine, HeadConfig, OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import make_instances, published_instance
 from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.regpath import job as regpath

@@ -7,7 +7,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnsvm.config import DatasetConfig, OptimizerConfig, ParameterizationConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.loop import loss_and_grad_w, train

@@ -5,15 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnsvm.config import (
-    DatasetConfig,
-    Generator,
-    Head,
-    HeadConfig,
-    Optimizer,
-    OptimizerConfig,
-    ParameterizationConfig,
-)
+from attnsvm.composition import DatasetConfig, Generator
+from attnsvm.config import Head, HeadConfig, Optimizer, OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import accepted_seeds, make_instances, relu_instance
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import loss_and_grad_w, train

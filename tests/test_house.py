@@ -1,7 +1,9 @@
-"""The house's shape: no import cycle in attnsvm, a leaf schema, short modules and functions,
-and no shared module that names an experiment, a data set or an SVM norm (the registries find
-them; DESIGN: "no shared module names an experiment"). Read from the source with ``ast``,
-nothing imported but the registries.
+"""The house's shape: no import cycle in attnsvm, a leaf schema in a leaf config package
+(attnsvm/config/ imports nothing of attnsvm outside it; attnsvm/composition/ is the layer above
+the registries that resolves and hashes a run), short modules and functions, and no shared
+module that names an experiment, a data set or an SVM norm (the registries find them; DESIGN:
+"no shared module names an experiment"). Read from the source with ``ast``, nothing imported
+but the registries.
 
 What may name what (no directory is exempt: every other module of attnsvm/ is searched):
 
@@ -160,6 +162,42 @@ def test_the_schema_is_a_leaf():
     assert GRAPH[schema] <= set(LEAVES), GRAPH[schema] - set(LEAVES)
     for i, leaf in enumerate(LEAVES):
         assert GRAPH[leaf] <= set(LEAVES[:i]), f"{leaf} imports {sorted(GRAPH[leaf])}"
+
+
+CONFIG = "attnsvm.config"  # the leaf layer: the schema, its enums, checks and plug-in loader
+MODULE_NAME = re.compile(r"attnsvm(?:\.\w+)+")
+
+
+def _named_modules(module: str) -> set[str]:
+    """The attnsvm modules ``module`` names as a whole string (``importlib.import_module``'s
+    argument, a lazy export's table): loaded later, so an edge as a lazy import is."""
+    tree = ast.parse(MODULES[module].read_text())
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and MODULE_NAME.fullmatch(node.value)
+        and node.value in MODULES
+    }
+
+
+def _in_config(module: str) -> bool:
+    return module == CONFIG or module.startswith(CONFIG + ".")
+
+
+def test_config_imports_nothing_of_attnsvm_outside_it():
+    """attnsvm/config/ is the leaf layer: the registries (experiments, data sets, SVM norms,
+    engines) and attnsvm/composition/, which reads them, sit above it. Imports inside functions,
+    ``"module:function"`` paths and module names as strings count."""
+    outside = sorted(
+        f"{module} imports {target}"
+        for module in GRAPH
+        if _in_config(module)
+        for target in GRAPH[module] | _named_modules(module)
+        if not _in_config(target)
+    )
+    assert not outside, "attnsvm/config/ imports above it:\n" + "\n".join(outside)
 
 
 def test_no_module_over_400_lines():

@@ -83,7 +83,8 @@ def test_determinism_holds_under_every_kernel_level(combination):
 JOB = """
 import sys
 import pandas as pd
-from attnsvm.config import Engine, Parameterization, ParameterizationConfig, RunConfig
+from attnsvm.composition import RunConfig
+from attnsvm.config import Engine, Parameterization, ParameterizationConfig
 from attnsvm.job import run_job
 from attnsvm.runtime import mkl_cnr_mode
 frames = [

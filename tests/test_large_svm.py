@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnsvm.config import DatasetConfig, SolverConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import SolverConfig
 from attnsvm.experiments.gd.svms import Reported
 from attnsvm.progress import Progress
 from attnsvm.svm import lcp, norms

@@ -95,7 +95,7 @@ def test_slurm_preset_signals_a_tenth_of_the_time_limit_before_it(timeout_min, d
     from hydra import compose, initialize_config_dir
 
     import hydra_plugins.attnsvm_slurm  # noqa: F401  its resolver, as Hydra's plug-in scan loads it
-    from attnsvm.config import register_configs
+    from attnsvm.composition import register_configs
     from conftest import CONF_DIR
 
     register_configs()
@@ -114,7 +114,7 @@ def test_slurm_asks_for_one_gpu_for_a_cuda_sweep_in_its_plan():
     from hydra.utils import instantiate
 
     import hydra_plugins.attnsvm_slurm  # noqa: F401  its resolver, as Hydra's plug-in scan loads it
-    from attnsvm.config import register_configs
+    from attnsvm.composition import register_configs
     from conftest import CONF_DIR
 
     def plan(*overrides, jobs=(("dataset.d=2",),)):

@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attnsvm.composition import DatasetConfig, Generator, RunConfig
+from attnsvm.composition.resolve import resolve, train_engine
 from attnsvm.config import (
     ConfigError,
-    DatasetConfig,
-    Generator,
     Gradient,
     HeadConfig,
     Init,
@@ -21,10 +21,8 @@ from attnsvm.config import (
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
-    RunConfig,
     SolverConfig,
 )
-from attnsvm.config.resolve import resolve, train_engine
 from attnsvm.data.generators import make_instances
 from attnsvm.job import run_job
 from attnsvm.results.store import config_hash

@@ -4,15 +4,13 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
+from attnsvm.composition import DatasetConfig, Generator, RunConfig
 from attnsvm.config import (
-    DatasetConfig,
-    Generator,
     Head,
     HeadConfig,
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
-    RunConfig,
     SolverConfig,
 )
 from attnsvm.experiments.multitoken.config import MultitokenConfig

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 import attnsvm
-from attnsvm.config import ConfigError, DatasetConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import ConfigError
 from attnsvm.data.nexttoken import make_nexttoken
 from attnsvm.experiments.nexttoken import job as nexttoken
 from attnsvm.experiments.nexttoken.train import problem, train

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import attnsvm
-from attnsvm.config import ConfigError, RunConfig, SolverConfig
-from attnsvm.config.resolve import resolve
+from attnsvm.composition import RunConfig
+from attnsvm.composition.resolve import resolve
+from attnsvm.config import ConfigError, SolverConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm

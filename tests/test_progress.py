@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from attnsvm.config import Engine, RunConfig
+from attnsvm.composition import RunConfig
+from attnsvm.config import Engine
 from attnsvm.job import run_job
 from attnsvm.progress import Progress, duration
 from attnsvm.train import fused, kernel

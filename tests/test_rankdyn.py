@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 import torch
 
-from attnsvm.config import DatasetConfig, Init, ParameterizationConfig, SolverConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import Init, ParameterizationConfig, SolverConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments import rankdyn
 from attnsvm.experiments.rankdyn import Config, detect_stages, effective_rank

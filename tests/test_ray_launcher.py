@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
 
-from attnsvm.config import register_configs
+from attnsvm.composition import register_configs
 from conftest import CONF_DIR
 
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from attnsvm.config import DatasetConfig, Parameterization, ParameterizationConfig, RunConfig
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.config import Parameterization, ParameterizationConfig
 from attnsvm.experiments.regpath.config import RegpathConfig
 from attnsvm.experiments.regpath.job import run_job
 

@@ -69,7 +69,8 @@ def test_a_marker_is_checked_not_trusted(tmp_path):
 def test_keys_added_later_leave_earlier_hashes_unchanged():
     """dataset.path/sha256/target/kwargs at their defaults stay out of the hash: these are the
     hashes the code before them gave (sweeps written then are still found on resume)."""
-    from attnsvm.config import ParameterizationConfig, RunConfig
+    from attnsvm.composition import RunConfig
+    from attnsvm.config import ParameterizationConfig
     from attnsvm.results.store import config_hash
 
     assert config_hash(RunConfig(engine="torch")) == "17345ad0b5095551"  # any build or none

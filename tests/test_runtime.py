@@ -7,7 +7,7 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info
 
-from attnsvm.config import RunConfig
+from attnsvm.composition import RunConfig
 from attnsvm.job import run_job
 from attnsvm.runtime import limit_threads, mkl_cnr_mode
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
+from attnsvm.composition import DatasetConfig
 from attnsvm.config import (
     Attention,
     Backend,
-    DatasetConfig,
     HeadConfig,
     OptimizerConfig,
     ParameterizationConfig,

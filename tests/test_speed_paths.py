@@ -11,15 +11,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attnsvm.composition import DatasetConfig, RunConfig
 from attnsvm.config import (
     Backend,
-    DatasetConfig,
     HeadConfig,
     Optimizer,
     OptimizerConfig,
     Parameterization,
     ParameterizationConfig,
-    RunConfig,
     SolverConfig,
 )
 from attnsvm.data.generators import make_instances

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnsvm.config import DatasetConfig, FroMethod, SolverConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import FroMethod, SolverConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import solve as svm
 

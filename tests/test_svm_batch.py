@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnsvm.config import DatasetConfig, SolverConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import SolverConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import fro_batch, norms
 from attnsvm.svm import solve as svm

@@ -20,7 +20,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from attnsvm import metrics
-from attnsvm.config import DatasetConfig, SolverConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import SolverConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import device_batch, fro_batch, norms, nuclear_ipm
 from attnsvm.svm import solve as svm

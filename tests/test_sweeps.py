@@ -11,7 +11,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from attnsvm.config import Generator, Init, Parameterization, RunConfig, to_run_config
+from attnsvm.composition import Generator, RunConfig, to_run_config
+from attnsvm.config import Init, Parameterization
 from attnsvm.results.store import config_hash
 from attnsvm.run import register_configs
 

@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnsvm.config import (
-    DatasetConfig,
-    Engine,
-    Init,
-    OptimizerConfig,
-    Parameterization,
-    ParameterizationConfig,
-    RunConfig,
-)
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.config import Engine, Init, OptimizerConfig, Parameterization, ParameterizationConfig
 from attnsvm.data.generators import make_instances, published_instance
 from attnsvm.job import run_job
 from attnsvm.train.heads import LinearHead

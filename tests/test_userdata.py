@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import attnsvm
-from attnsvm.config import ConfigError, DatasetConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import ConfigError
 from attnsvm.data.generators import make_instances
 from bits import assert_frames_identical
 from cli_helpers import SMALL, run_cli

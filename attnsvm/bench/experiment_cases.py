@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from attnsvm.bench.svm_cases import RANK_D, RANK_NT
 from attnsvm.bench.timing import Timing, parallel, split
-from attnsvm.config import DatasetConfig, OptimizerConfig, ParameterizationConfig, RunConfig
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.config import OptimizerConfig, ParameterizationConfig
 from attnsvm.config.enums import Parameterization
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments import builtin_names, entry

@@ -37,7 +37,8 @@ import torch
 
 from attnsvm import metrics
 from attnsvm.bench.timing import load, machine
-from attnsvm.config import DatasetConfig, OptimizerConfig, ParameterizationConfig, RunConfig
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.config import OptimizerConfig, ParameterizationConfig
 from attnsvm.config.enums import Engine
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import norms

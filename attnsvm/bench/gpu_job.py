@@ -28,7 +28,8 @@ import torch
 
 from attnsvm.bench.stage import _worst
 from attnsvm.bench.timing import load, machine
-from attnsvm.config import DatasetConfig, OptimizerConfig, ParameterizationConfig, SolverConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import OptimizerConfig, ParameterizationConfig, SolverConfig
 from attnsvm.config.enums import Engine
 from attnsvm.data.generators import make_instances
 from attnsvm.progress import Progress
@@ -123,7 +124,7 @@ def end_to_end(device: str, seeds: int, batch: int, threads: int) -> dict:
 
 def stages(device: str, seeds: int, threads: int) -> dict:
     """One batch of ``seeds`` in-process (``run_job``): seconds of each stage."""
-    from attnsvm.config import RunConfig
+    from attnsvm.composition import RunConfig
     from attnsvm.job import run_job
 
     report = Stages()

@@ -20,13 +20,8 @@ import time
 import numpy as np
 
 from attnsvm.bench.timing import parallel_ceiling, timed
-from attnsvm.config import (
-    DatasetConfig,
-    HeadConfig,
-    OptimizerConfig,
-    ParameterizationConfig,
-    SolverConfig,
-)
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import HeadConfig, OptimizerConfig, ParameterizationConfig, SolverConfig
 from attnsvm.config.enums import Engine
 from attnsvm.data.generators import make_instances
 from attnsvm.runtime import limit_threads
@@ -157,7 +152,7 @@ def job_start(repeats: int = 3, quick: bool = False) -> dict:
 def threads_job(seeds: int) -> dict:
     """A (K,Q) job of ``seeds`` seeds in-process at threads=1 and threads=all cores: wall
     seconds each, and whether their rows are the same bits (timing columns aside)."""
-    from attnsvm.config import RunConfig
+    from attnsvm.composition import RunConfig
     from attnsvm.job import run_job
 
     workers, walls, runs = os.cpu_count() or 1, {}, {}
@@ -168,7 +163,7 @@ def threads_job(seeds: int) -> dict:
         res = run_job(cfg)
         walls[threads] = time.perf_counter() - t0
         runs[threads] = res.runs.drop(columns=[c for c in res.runs if "seconds" in c])
-    same = runs[1].equals(runs[workers])  # threads is no result column (config.identity)
+    same = runs[1].equals(runs[workers])  # threads is no result column (composition.identity)
     return {"seeds": seeds, "workers": workers, "one": walls[1], "all": walls[workers],
             "speedup": walls[1] / walls[workers], "identical": bool(same),
             "ceiling": parallel_ceiling(workers)}  # fmt: skip

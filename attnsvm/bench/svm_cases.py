@@ -8,7 +8,8 @@ import time
 
 from attnsvm.bench.naive import naive_svm
 from attnsvm.bench.timing import Timing, cpu_seconds, timed
-from attnsvm.config import DatasetConfig, SolverConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import SolverConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.svm import solve as svm
 from attnsvm.svm.norm_names import FROBENIUS, NUCLEAR

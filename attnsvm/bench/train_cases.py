@@ -11,7 +11,8 @@ import torch
 
 from attnsvm.bench.naive import naive_train
 from attnsvm.bench.timing import timed
-from attnsvm.config import DatasetConfig, HeadConfig, OptimizerConfig, ParameterizationConfig
+from attnsvm.composition import DatasetConfig
+from attnsvm.config import HeadConfig, OptimizerConfig, ParameterizationConfig
 from attnsvm.config.enums import Engine, Parameterization
 from attnsvm.data.generators import make_instances
 from attnsvm.train import kernel

@@ -61,7 +61,7 @@ def coerce_enums(obj, prefix: str) -> None:
 
 def builtin_or_path(value, builtin: type[Enum]):
     """A built-in's name becomes its enum member; anything else stays a string, the import
-    path of a plug-in (resolution imports and checks it: attnsvm/config/resolve.py)."""
+    path of a plug-in (resolution imports and checks it: attnsvm/composition/resolve.py)."""
     value = getattr(value, "value", value)
     return builtin(value) if value in {e.value for e in builtin} else value
 

@@ -125,7 +125,7 @@ StrOptions = Options  # scikit-learn's name for options that are strings
 class BuiltinOrPath(Constraint):
     """A built-in's name (an enum's value) or the import path of your own ``module:function``
     (config/plugins.py: ``module.function`` too); the path is imported and checked at resolution
-    (attnsvm/config/resolve.py)."""
+    (attnsvm/composition/resolve.py)."""
 
     builtin: type[Enum]
 

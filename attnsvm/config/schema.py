@@ -3,8 +3,8 @@
 Shapes of values only, never implementations: this module imports nothing of attnsvm but its
 enums (attnsvm/config/enums.py), and its checks need nothing but the values (ranges, enum
 names, pure cross-field rules). What needs an implementation (a file's shape, a plug-in's
-import, the experiment's groups and rules, the engine) is resolution: attnsvm/config/resolve.py
-returns a resolved copy and never mutates what it was given.
+import, the experiment's groups and rules, the engine) is resolution, a layer above:
+attnsvm/composition/resolve.py returns a resolved copy and never mutates what it was given.
 
     run = RunConfig(seeds=4)      # checked here; resolve(run) before it runs
 """
@@ -68,7 +68,7 @@ NON_NEGATIVE = Interval(float, 0, finite=True)
 @dataclass
 class DatasetBase:
     """The keys every data set has. Each data set (attnsvm/data/sets/) adds its own keys and
-    checks; ``DatasetConfig`` (exported by attnsvm.config) is this class with all of them."""
+    checks; ``DatasetConfig`` (exported by attnsvm.composition) is this class with all of them."""
 
     generator: str = ""  # the data set's name (DatasetConfig: an enum of attnsvm/data/sets/)
     n: int | None = 6  # null where the data set takes it from the data
@@ -227,7 +227,7 @@ class MetricsConfig:
 @dataclass
 class RunConfig:
     """One job: the core groups and run-level keys. Each experiment adds its own group (its
-    package's ``Config``) to the ``RunConfig`` that ``attnsvm.config`` exports."""
+    package's ``Config``) to the ``RunConfig`` that ``attnsvm.composition`` exports."""
 
     dataset: DatasetBase = field(default_factory=DatasetBase)
     parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
@@ -236,7 +236,7 @@ class RunConfig:
     head: HeadConfig = field(default_factory=HeadConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     experiment: str = ""  # a package under attnsvm/experiments/, or your module's path
-    # ("": the built-in whose entry says default=True, the default of attnsvm.config.RunConfig)
+    # ("": the built-in whose entry says default=True: attnsvm.composition.RunConfig's default)
     train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
     seeds: int = 8  # how many seeds: seed, seed + 1, ..., seed + seeds - 1
     seed: int = 0

@@ -60,7 +60,7 @@ from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 from attnsvm.svm.norm_names import FEASIBILITY
 
 # the run keys the core reads for every experiment; any other key a user sets must be one the
-# experiment declares it reads (reads), else it is refused at composition (config/rules.py)
+# experiment declares it reads (reads), else it is refused at composition (composition/rules.py)
 COMMON_READS = (
     "experiment",
     "seeds",
@@ -221,7 +221,7 @@ def run_config_class() -> type:
         "RunConfig",
         groups,
         bases=(CoreRunConfig,),
-        namespace={"__module__": "attnsvm.config", "__doc__": CoreRunConfig.__doc__},
+        namespace={"__module__": "attnsvm.composition", "__doc__": CoreRunConfig.__doc__},
     )
 
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from attnsvm.config.identity import config_hash, flatten, neutral_groups, plain
-from attnsvm.config.resolve import train_engine
+from attnsvm.composition.identity import config_hash, flatten, neutral_groups, plain
+from attnsvm.composition.resolve import train_engine
 from attnsvm.results.stack import with_constants
 
 

@@ -122,7 +122,7 @@ def norm_choices() -> str:
 
 def config_reference() -> str:
     """The markdown between the ``config-reference`` markers of docs/configuration.md."""
-    from attnsvm.config.compose import CORE_GROUPS
+    from attnsvm.composition.compose import CORE_GROUPS
     from attnsvm.data import sets
 
     lines = []

@@ -23,8 +23,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from attnsvm.composition.compose import run_config_from_plain
 from attnsvm.config.checks import ConfigError
-from attnsvm.config.compose import run_config_from_plain
 from attnsvm.results.store import config_hash, find_finished, read_job, scan_jobs
 
 RUN, RERUN, SKIP, INVALID = "run", "rerun", "skip", "invalid"

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnsvm.config.identity import (  # noqa: F401  (re-exported: the contract's identity)
+from attnsvm.composition.identity import (  # noqa: F401  (re-exported: the contract's identity)
     NON_RESULT_KEYS,
     config_hash,
     flatten,

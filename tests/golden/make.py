@@ -78,7 +78,7 @@ def sweep_cases() -> dict[str, list[str]]:
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from attnsvm.config import register_configs
+    from attnsvm.composition import register_configs
 
     register_configs()
     cases = {}
@@ -151,7 +151,7 @@ def compute_all(out: Path, share: int = 0, shares: int = 1) -> None:
 
 def main() -> None:
     import attnsvm
-    from attnsvm.config.identity import config_hash
+    from attnsvm.composition.identity import config_hash
 
     sys.path.insert(0, str(REPO / "tests"))
     out = {}

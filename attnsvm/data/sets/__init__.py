@@ -28,7 +28,7 @@ of the class ``DataSet`` (attnsvm/data/data_set.py says what each field means):
 Its fields are checked when it is built (a misspelt or missing one fails with its name) and a
 module without ``DATA_SET`` is refused when the registry first reads it.
 
-``DatasetConfig`` (exported by attnsvm.config) is the core keys (attnsvm/config/schema.py:
+``DatasetConfig`` (exported by attnsvm.composition) is the core keys (attnsvm/config/schema.py:
 ``DatasetBase``) plus every data set's own keys; its ``generator`` is an enum of the names
 found here, so Hydra and the errors list them.
 """
@@ -140,7 +140,7 @@ def _default(f: dataclasses.Field):
 def generator_enum() -> type[Enum]:
     """``Generator``: the data sets' names as a str enum (Hydra checks and lists them)."""
     members = {n: n for n in names()}
-    return Enum("Generator", members, type=str, module="attnsvm.config", qualname="Generator")
+    return Enum("Generator", members, type=str, module="attnsvm.composition", qualname="Generator")
 
 
 def _check(ds) -> None:
@@ -182,7 +182,7 @@ def dataset_class() -> type:
         "DatasetConfig",
         fields,
         bases=(DatasetBase,),
-        namespace={"__module__": "attnsvm.config", "__post_init__": _check,
+        namespace={"__module__": "attnsvm.composition", "__post_init__": _check,
                    "__doc__": DatasetBase.__doc__},
     )  # fmt: skip
 

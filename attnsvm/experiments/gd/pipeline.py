@@ -18,9 +18,9 @@ import torch
 
 import attnsvm.experiments.gd.limits as limits  # the module, not the package (no cycle)
 from attnsvm import metrics
+from attnsvm.composition.identity import config_hash
+from attnsvm.composition.resolve import train_engine
 from attnsvm.config.enums import Init, Optimizer, Parameterization
-from attnsvm.config.identity import config_hash
-from attnsvm.config.resolve import train_engine
 from attnsvm.config.schema import RunConfig
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query

@@ -32,8 +32,8 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics
+from attnsvm.composition.resolve import train_engine
 from attnsvm.config.enums import Parameterization
-from attnsvm.config.resolve import train_engine
 from attnsvm.config.schema import RunConfig, SolverConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.results.stack import with_constants

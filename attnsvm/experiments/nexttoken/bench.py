@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from attnsvm.bench.timing import parallel, split
-from attnsvm.config import DatasetConfig, OptimizerConfig, RunConfig
+from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.config import OptimizerConfig
 from attnsvm.experiments.nexttoken.config import NexttokenConfig
 
 NEXTTOKEN_D = [2, 3, 4, 6, 8, 12, 16, 24, 32]  # sweeps/nexttoken_d.yaml

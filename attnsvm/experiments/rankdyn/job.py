@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics
-from attnsvm.config import DatasetConfig
+from attnsvm.composition import DatasetConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.results.contract import JobResult
 from attnsvm.results.stack import with_constants

@@ -2,7 +2,7 @@
 the accepted ones, and the composed config converted, checked and resolved.
 
     register_configs()                         # before composing (the CLI and API do it)
-    run = to_run_config(composed)              # RunConfig, resolved (attnsvm/config/resolve.py)
+    run = to_run_config(composed)              # RunConfig, resolved (composition/resolve.py)
     run = run_config_from_plain(plain)         # the same from the plain dict of a composed config
 
 A sweep converts many configs that differ in a few values: the schema is built once, and a
@@ -21,9 +21,9 @@ import re
 
 from omegaconf import DictConfig, OmegaConf, ValueNode
 
+from attnsvm.composition.resolve import resolve
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.plugins import later
-from attnsvm.config.resolve import resolve
 from attnsvm.config.schema import (
     DatasetBase,
     HeadConfig,

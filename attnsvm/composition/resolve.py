@@ -4,7 +4,7 @@ What needs an implementation is decided here, not in the schema: the shape of a 
 published example (the data set's entry in attnsvm/data/sets/), plug-ins imported and
 checked, the experiment's own config group and rules (its registry entry in
 attnsvm/experiments/), the SVM norms a parameterization is measured against, and the engine
-that trains. The job identity is the hash of this resolved run (attnsvm/config/identity.py).
+that trains. The job identity is the hash of this resolved run (attnsvm/composition/identity.py).
 
     run = resolve(RunConfig(parameterization=ParameterizationConfig(kind="kq")))
     run.solver.norms    # the default set, and the SVM (K,Q) is measured against
@@ -16,10 +16,10 @@ import copy
 import dataclasses
 from enum import Enum
 
+from attnsvm.composition.rules import RULES, check_reads, check_unread
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Engine, Head, Optimizer, Parameterization
 from attnsvm.config.plugins import load_object
-from attnsvm.config.rules import RULES, check_reads, check_unread
 from attnsvm.config.schema import DatasetBase, RunConfig
 from attnsvm.experiments import entry, group_of, with_groups
 

@@ -12,8 +12,8 @@ import hashlib
 import json
 from functools import cache
 
+from attnsvm.composition.resolve import resolve, train_engine
 from attnsvm.config.checks import flatten, plain  # noqa: F401  (flatten: re-exported)
-from attnsvm.config.resolve import resolve, train_engine
 from attnsvm.data.sets import hash_neutral_defaults
 from attnsvm.experiments import builtin_names, entry, group_of, hash_neutral
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
