@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections import deque
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -141,9 +142,11 @@ class _Worker:
 
 
 def _early_context():
-    """``fork`` where it is safe (Linux, this process still single-threaded: the command has
-    only imported what starts it), so that the worker begins with what is already imported
-    here (Hydra, the config, attnsvm.run); else ``spawn``, as the pool's other workers."""
+    """``fork`` where it is safe (Linux, no thread of Python's started yet: the command has
+    only imported what starts it, and the idle pool threads numpy's BLAS made at import are
+    reset in the child by BLAS's own fork handlers), so that the worker begins with what is
+    already imported here (Hydra, the config, attnsvm.run); else ``spawn``, as the pool's
+    other workers."""
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         return mp.get_context("fork")
     return mp.get_context("spawn")
@@ -184,7 +187,9 @@ def start_early(warm: tuple[str, ...]) -> None:
     ``WorkerPool`` with the same ``warm`` takes it. Not taken (nothing left to run, a failed
     config), it is killed when this process exits."""
     if warm not in _EARLY:
-        _EARLY[warm] = _Worker(_early_context(), warm)
+        with warnings.catch_warnings():  # Python >= 3.12 counts BLAS's idle pool threads
+            warnings.filterwarnings("ignore", ".*multi-threaded.*fork", DeprecationWarning)
+            _EARLY[warm] = _Worker(_early_context(), warm)
         atexit.register(_drop_early)
 
 
