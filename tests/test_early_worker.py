@@ -45,6 +45,7 @@ SCRIPT = textwrap.dedent(
         return os.getpid()
 
     if __name__ == "__main__":
+        print("printed before the fork;", end="")   # block-buffered: stdout is a pipe
         workers.start_early(("json",))
         early = workers._EARLY[("json",)].process
         if sys.argv[1] == "taken":
@@ -64,11 +65,14 @@ SCRIPT = textwrap.dedent(
 def _script(tmp_path, mode: str) -> str:
     script = tmp_path / "early.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = str(REPO)
     res = subprocess.run(
         [sys.executable, str(script), mode], capture_output=True, text=True, env=env, timeout=120
     )
     assert res.returncode == 0, res.stderr
+    # what the command printed before it forked the worker is printed once, not by both
+    assert res.stdout.count("printed before the fork;") == 1, res.stdout
     return res.stdout.rstrip().rpartition("|")[2]
 
 
