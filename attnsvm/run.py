@@ -234,9 +234,11 @@ def cli() -> None:
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     from hydra_plugins.attnsvm_local.early import is_local_sweep, start_first_worker
 
-    start_first_worker(sys.argv[1:])  # a local sweep's first worker starts beside Hydra's start
+    local_sweep = is_local_sweep(sys.argv[1:])
+    if local_sweep:
+        start_first_worker()  # its start runs beside Hydra's
     main()
-    if _FINISHED_SINGLE_RUN or is_local_sweep(sys.argv[1:]):
+    if _FINISHED_SINGLE_RUN or local_sweep:
         exit_now()  # every result is written: skip the interpreter's teardown
 
 

@@ -88,8 +88,8 @@ def default_job_startup(runs: int = 2) -> float:
             t0 = time.time()
             subprocess.run(cmd, capture_output=True, check=True, cwd=tmp, env=bytecode_env())
             wall = time.time() - t0
-            best = min(best, wall - json.loads((Path(tmp) / "job" / "job.json").read_text())[
-                "seconds"])  # fmt: skip
+            job = json.loads((Path(tmp) / "job" / "job.json").read_text())
+            best = min(best, wall - job["seconds"])
     return best
 
 

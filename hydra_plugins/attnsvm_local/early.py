@@ -3,9 +3,9 @@
 A worker takes seconds to start (a fresh interpreter importing torch, pandas and scipy), and
 the sweep's own process takes seconds to compose and plan the sweep before it knows what to
 run. Started by ``attnsvm.run``'s ``cli`` before Hydra, the first worker's start runs beside
-that on another core, and the pool takes it (pool.start_early). Only where the command is a
-sweep on this launcher and the machine has a core to spare; a sweep with nothing left to run
-ends it at exit, having cost a core's idle seconds.
+that on another core, and the pool takes it (attnsvm.workers.start_early). Only where the
+command is a sweep on this launcher and the machine has a core to spare; a sweep with nothing
+left to run ends it at exit, having cost a core's idle seconds.
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ def is_local_sweep(argv: Sequence[str]) -> bool:
 
 def spare_core() -> bool:
     """More than one core for this process: the worker's start does not slow Hydra's."""
-    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    return (len(cores) if cores is not None else os.cpu_count() or 1) > 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) > 1
+    return (os.cpu_count() or 1) > 1
 
 
-def start_first_worker(argv: Sequence[str]) -> None:
-    """The module doc: the first worker of a local sweep, started now."""
-    if is_local_sweep(argv) and spare_core():
+def start_first_worker() -> None:
+    """The module doc: the first worker of a local sweep (``is_local_sweep``), started now."""
+    if spare_core():
         start_early(WARM)
