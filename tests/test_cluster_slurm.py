@@ -143,15 +143,33 @@ def computing_task(sweep_dir: Path, name: str, timeout: float = 120) -> tuple[st
     raise AssertionError(f"no task of {name} computing after {timeout} s: {squeue(name)}")
 
 
-def sacct_states(name: str) -> dict[str, str]:
-    res = subprocess.run(
-        ["sacct", "-n", "-X", "--name", name, "-o", "JobID,State", "--parsable2"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return dict(line.split("|", 1) for line in res.stdout.splitlines())
+def sacct_states(name: str, timeout: float = 60) -> dict[str, str]:
+    """Each task's final Slurm state. A sweep ends once every task has written its result, and
+    a task's process may still be exiting then: its state is final only once it has left."""
+    deadline = time.monotonic() + timeout
+    while True:
+        res = subprocess.run(
+            ["sacct", "-n", "-X", "--name", name, "-o", "JobID,State", "--parsable2"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        states = dict(line.split("|", 1) for line in res.stdout.splitlines())
+        if not set(states.values()) & {"RUNNING", "COMPLETING", "PENDING"}:
+            return states
+        if time.monotonic() > deadline:
+            return states  # the caller's assertion shows what stayed
+        time.sleep(0.5)
+
+
+def drained(name: str, timeout: float = 60) -> list[str]:
+    """The tasks of ``name`` still queued after at most ``timeout`` s: [] once all have left
+    (a task whose result the sweep has read may take a moment to exit)."""
+    deadline = time.monotonic() + timeout
+    while (left := squeue(name)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
 
 
 def assert_same_rows(sweep_dir: Path, local_table) -> None:
@@ -170,7 +188,7 @@ def test_slurm_job_array_gives_the_local_rows(tmp_path, job_name, local_table):
     assert len(array) == 1 and len(states) == 4, states  # one array of four tasks
     assert set(states.values()) == {"COMPLETED"}, states
     assert_same_rows(tmp_path, local_table)
-    assert squeue(job_name) == []
+    assert drained(job_name) == []
 
 
 def test_scancel_of_one_task_is_a_failed_job_and_a_rerun_resumes_it(
@@ -205,7 +223,7 @@ def test_scancel_of_one_task_is_a_failed_job_and_a_rerun_resumes_it(
     logs = "".join(p.read_text() for p in tmp_path.glob(".submitit/*/*_log.out"))
     assert logs.count("already finished") == 3, logs
     assert_same_rows(tmp_path, local_table)
-    assert squeue(job_name) == []
+    assert drained(job_name) == []
 
 
 def test_killed_slurmd_and_a_restart_end_in_complete_identical_tables(
@@ -226,7 +244,7 @@ def test_killed_slurmd_and_a_restart_end_in_complete_identical_tables(
         out = finish(start_sweep(tmp_path, job_name))
     assert "4 finished" in out, out
     assert_same_rows(tmp_path, local_table)
-    assert squeue(job_name) == []
+    assert drained(job_name) == []
 
 
 def test_an_interrupted_sweep_leaves_no_job_in_the_queue(tmp_path, job_name):
@@ -237,9 +255,6 @@ def test_an_interrupted_sweep_leaves_no_job_in_the_queue(tmp_path, job_name):
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0, out
     assert "cancelled Slurm job" in out, out
-    deadline = time.monotonic() + 30
-    while squeue(job_name) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert squeue(job_name) == []
+    assert drained(job_name, timeout=30) == []
     states = sacct_states(job_name)
     assert any(s.startswith("CANCELLED") for s in states.values()), states
