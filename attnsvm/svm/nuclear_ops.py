@@ -120,7 +120,8 @@ def _schur_blocked(ux_u, uz_u, vx_v, vz_v, ux_v, uz_v, k: int) -> torch.Tensor:
     products ``schur`` made anyway and one new buffer: each m x m temporary is a pass through
     memory, which at m ~ 1000 costs more than the products. The 1/4 is taken on the small
     factors (a power of two scales exactly, subnormals aside), and the sums run in ``schur``'s
-    order, so the bits are those of the expanded sum ((T1 + T1^T) + uz_u * vx_v + ux_u * vz_v) / 4."""
+    order, so the bits are those of the expanded sum
+    ((T1 + T1^T) + uz_u * vx_v + ux_u * vz_v) / 4."""
     nb, n = vx_v.shape[:2]
     m, blocks = n * k, (nb, n, k, n, k)
     uz_v = uz_v / 4
