@@ -5,7 +5,9 @@ thread) and their SVMs at alpha = opt solved three ways: the reference (one seed
 svm.w_mm, and the nuclear interior point on a batch of one), batched on one worker
 (norms.solve_spread, workers=1) and batched on every core (workers=os.cpu_count()). The
 batched answers are checked against the reference (statuses, 1 - corr) and the N-worker bits
-against the 1-worker bits. The job-start row times whole processes: ``python -c "import
+against the 1-worker bits. Training and each batched stage count the least wall of up to
+three runs within 20 s (timing.best_wall: neighbours on a shared machine only slow a run), the
+threads job the least of two. The job-start row times whole processes: ``python -c "import
 torch"`` against ``python -m attnsvm.run`` (the default job), the best of three each.
 """
 
@@ -19,7 +21,7 @@ import time
 
 import numpy as np
 
-from attnsvm.bench.timing import parallel_ceiling, timed
+from attnsvm.bench.timing import best_wall, parallel_ceiling
 from attnsvm.composition import DatasetConfig
 from attnsvm.config import HeadConfig, OptimizerConfig, ParameterizationConfig, SolverConfig
 from attnsvm.config.enums import Engine
@@ -90,24 +92,22 @@ def _stage_row(size: tuple, seeds: int, quick: bool) -> dict:
     inst = make_instances(DatasetConfig(n=n, T=T, d=d), list(range(seeds)))
     ocfg = OptimizerConfig(steps=300 if quick else 2000)
     head, pcfg = make_head(HeadConfig(), inst), ParameterizationConfig()
-    trained = timed(train, inst, head, pcfg, ocfg, engine=Engine.fused).wall * 2000 / ocfg.steps
+    trained, _ = best_wall(train, inst, head, pcfg, ocfg, engine=Engine.fused)
+    trained *= 2000 / ocfg.steps
     X, Z, opt = inst.X.double().numpy(), inst.Z.double().numpy(), inst.opt.numpy()
     problems = [(X[r], Z[r], opt[r]) for r in range(seeds)]
     make = lambda: norms.make_norms(cfg)  # noqa: E731
-    t0 = time.perf_counter()
-    one = norms.solve_spread(make, problems, cfg, 1)
-    t_one = time.perf_counter() - t0
+    t_one, one = best_wall(norms.solve_spread, make, problems, cfg, 1)
     alone = n * (T - 1) >= LARGE_M  # solved one instance at a time either way: one route
     t0 = time.perf_counter()
     ref = one if alone else _reference(problems, cfg)
     t_ref = t_one if alone else time.perf_counter() - t0
     with limit_threads(workers):  # as a job of threads=workers
-        t_all = timed(norms.solve_spread, make, problems, cfg, workers)
-        many = norms.solve_spread(make, problems, cfg, workers)
+        t_all, many = best_wall(norms.solve_spread, make, problems, cfg, workers)
     diffs, worst = _worst(one, ref)
     return dict(
         size=(n, T, d), seeds=seeds, workers=workers, train=trained / seeds,
-        reference=t_ref / seeds, batched=t_one / seeds, spread=t_all.wall / seeds,
+        reference=t_ref / seeds, batched=t_one / seeds, spread=t_all / seeds,
         one_route=alone,
         status_diffs=diffs, one_minus_corr=worst, same_bits=_same_bits(one, many),
         batched_paths=sum(s[FROBENIUS].path == "batched" for s in one),
@@ -159,9 +159,7 @@ def threads_job(seeds: int) -> dict:
     for threads in (1, workers):
         cfg = RunConfig(seeds=seeds, threads=threads, parameterization=ParameterizationConfig(
             kind="kq"))  # fmt: skip
-        t0 = time.perf_counter()
-        res = run_job(cfg)
-        walls[threads] = time.perf_counter() - t0
+        walls[threads], res = best_wall(run_job, cfg, repeats=2)
         runs[threads] = res.runs.drop(columns=[c for c in res.runs if "seconds" in c])
     same = runs[1].equals(runs[workers])  # threads is no result column (composition.identity)
     return {"seeds": seeds, "workers": workers, "one": walls[1], "all": walls[workers],
@@ -171,7 +169,8 @@ def threads_job(seeds: int) -> dict:
 
 def emit_stage(emit, rows: list[dict], start: dict) -> None:
     """The SVM-stage table and the job-start line."""
-    emit("SVM stage per seed (Frobenius + nuclear SVM at alpha = opt; wall seconds per seed):")
+    emit("SVM stage per seed (Frobenius + nuclear SVM at alpha = opt; wall seconds per seed; "
+         "training and the batched stages the least of up to 3 runs within 20 s):")  # fmt: skip
     emit()
     emit("| (n,T,d) | seeds | training | reference | batched, 1 worker | batched, "
          "all workers | SVMs / training (1 worker) | reference / batched | 1 / all workers "
@@ -200,7 +199,8 @@ def emit_stage(emit, rows: list[dict], start: dict) -> None:
     if t:
         emit(
             f"A {t['seeds']}-seed (K,Q) job in-process: threads=1 {t['one']:.2f} s, "
-            f"threads={t['workers']} {t['all']:.2f} s: {t['speedup']:.2f}x; rows "
+            f"threads={t['workers']} {t['all']:.2f} s (the least of 2 each): "
+            f"{t['speedup']:.2f}x; rows "
             f"{'identical' if t['identical'] else 'DIFFER'}. This machine's ceiling: "
             f"{t['workers']} processes side by side run {t['ceiling']['python']:.2f}x one's "
             f"throughput of pure Python, {t['ceiling']['blas']:.2f}x of BLAS."
