@@ -16,10 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnsvm.composition.compose import check_override_keys, register_configs
-from attnsvm.config.schema import CONF_MODULE, RunConfig
+from attnsvm.config.schema import CONF_MODULE, RunBase
 
 
-def compose(overrides: list[str] | None = None) -> RunConfig:
+def compose(overrides: list[str] | None = None) -> RunBase:
     """The validated ``RunConfig`` that ``python -m attnsvm.run OVERRIDES`` would run.
 
     Unknown keys, bad values, rules across groups and an unknown option of a group
@@ -57,7 +57,7 @@ def missing_option(exc, overrides: list[str]):
     return ConfigError(f"{given}: no option {name!r} in group '{group}'; accepted: {accepted}")
 
 
-def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):
+def run_job(cfg: RunBase | list[str], out_dir: str | Path | None = None):
     """Run one job (all its seeds) and return its ``JobResult`` (.runs, .trajectory, .extra,
     .config_hash, .seconds). With ``out_dir``, also write runs.parquet, trajectory.parquet and
     job.json there exactly as the CLI does; a list of overrides is composed first."""
@@ -67,7 +67,7 @@ def run_job(cfg: RunConfig | list[str], out_dir: str | Path | None = None):
     from attnsvm.job import run_job as run_pipeline
     from attnsvm.results.store import job_record, write_result
 
-    if not isinstance(cfg, RunConfig):
+    if not isinstance(cfg, RunBase):
         cfg = compose(cfg)
     cfg = resolve(cfg)  # job.json holds the resolved run, as the CLI's does
     preflight(cfg)  # as the CLI: a generator's wrong return fails before any work

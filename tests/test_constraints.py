@@ -27,7 +27,7 @@ from attnsvm.config.constraints import (
     declared,
     rules,
 )
-from attnsvm.config.schema import RunConfig
+from attnsvm.config.schema import RunBase
 from attnsvm.data import sets
 from attnsvm.experiments import builtin_names, config_groups, dataset_owners, entry, group_of
 from cli_helpers import run_cli
@@ -134,7 +134,7 @@ def _groups() -> dict[str, type]:
 _RANGED = (int, float, int | None, float | None, list[float], list[int])
 
 
-@pytest.mark.parametrize(("group", "cls"), [*_groups().items(), ("", RunConfig)])
+@pytest.mark.parametrize(("group", "cls"), [*_groups().items(), ("", RunBase)])
 def test_every_ranged_key_declares_what_it_accepts(group, cls):
     hints = typing.get_type_hints(cls)
     said = set(declared(cls)) | {r.key for r in rules(cls)}
@@ -183,7 +183,7 @@ CASES = [
     if (bad := _bad(c)) is not None
 ] + [
     ([f"{key}={bad}"], key, c.describe())
-    for key, c in RunConfig.CONSTRAINTS.items()
+    for key, c in RunBase.CONSTRAINTS.items()
     if (bad := _bad(c)) is not None
 ]
 

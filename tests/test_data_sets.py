@@ -62,10 +62,10 @@ def test_a_data_set_s_key_is_refused_under_another(name):
 
 
 def test_the_core_dataset_base_becomes_the_full_group_with_the_same_hash():
-    from attnsvm.config.schema import RunConfig as CoreRunConfig
+    from attnsvm.config.schema import RunBase
 
-    assert config_hash(CoreRunConfig()) == config_hash(RunConfig())
-    assert config_hash(CoreRunConfig(dataset=DatasetBase(n=3))) == config_hash(
+    assert config_hash(RunBase()) == config_hash(RunConfig())
+    assert config_hash(RunBase(dataset=DatasetBase(n=3))) == config_hash(
         RunConfig(dataset=DatasetConfig(n=3))
     )
 
@@ -166,10 +166,10 @@ def test_the_paths_check_accepts_exactly_the_drawn_layouts():
 
 
 def test_the_core_dataset_base_draws_and_preflights_as_the_default_data_set():
-    from attnsvm.config.schema import RunConfig as CoreRunConfig
+    from attnsvm.config.schema import RunBase
     from attnsvm.data.generators import accepted_seeds, make_instances
 
-    core = CoreRunConfig(seeds=2)
+    core = RunBase(seeds=2)
     sets.preflight(core)  # nothing to check for the default data set, and no crash
     inst = make_instances(core.dataset, accepted_seeds(core.dataset, 0, 2))
     full = make_instances(DatasetConfig(), [0, 1])

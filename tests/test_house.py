@@ -390,3 +390,32 @@ def test_the_exemptions_are_modules_that_exist():
     assert not missing, missing
     assert "data/maxmargin.py" in _draw_modules()  # INSTANCES = "attnsvm.data.maxmargin:..."
     assert "data/nexttoken.py" in _draw_modules()  # named by path in data/sets/nexttoken.py
+
+
+@pytest.mark.parametrize("name", ["RunConfig", "DatasetConfig"])
+def test_each_config_name_means_one_class(name):
+    """``RunConfig`` and ``DatasetConfig`` are each one class, wherever a module of attnsvm
+    holds that name (a class statement, an ``import ... as``, a made class): the leaf's
+    RunBase / DatasetBase are the core's, under names of their own."""
+    import importlib
+    import pkgutil
+
+    import attnsvm
+
+    held = {}
+    for info in pkgutil.walk_packages(attnsvm.__path__, "attnsvm."):
+        if info.name.split(".")[-1] in ("__main__", "run") or ".bench" in info.name:
+            continue  # entry points: importing them runs or parses argv
+        module = importlib.import_module(info.name)
+        if name in vars(module) or info.name == "attnsvm.composition":
+            held[info.name] = getattr(module, name)
+    assert "attnsvm.composition" in held, held
+    classes = {id(c): f"{c.__module__}.{c.__qualname__}" for c in held.values()}
+    assert len(classes) == 1, {m: f"{c.__module__}.{c.__qualname__}" for m, c in held.items()}
+    defined = [
+        f"{path}:{node.lineno}"
+        for path in MODULES.values()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name == name
+    ]
+    assert len(defined) <= 1, defined  # RunConfig: the class statement of config/schema.py

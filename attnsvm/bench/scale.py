@@ -17,7 +17,7 @@ import resource
 import time
 from multiprocessing import get_context
 
-from attnsvm.config.schema import RunConfig
+from attnsvm.composition import RunConfig
 
 # (n, T, d), seeds, target wall (s), seeds the old routes are timed on (then scaled)
 TARGETS = [((64, 16, 64), 16, 60.0, 16), ((100, 32, 128), 4, 300.0, 1)]

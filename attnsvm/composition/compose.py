@@ -30,7 +30,7 @@ from attnsvm.config.schema import (
     MetricsConfig,
     OptimizerConfig,
     ParameterizationConfig,
-    RunConfig,
+    RunBase,
     SolverConfig,
 )
 from attnsvm.experiments import run_config_class
@@ -45,7 +45,7 @@ CORE_GROUPS = {  # the dataset group as the core has it; Hydra gets every data s
 }
 
 
-def to_run_config(cfg: DictConfig) -> RunConfig:
+def to_run_config(cfg: DictConfig) -> RunBase:
     """Convert a composed (Hydra) config into a resolved RunConfig; Hydra's own keys dropped."""
     return run_config_from_plain(OmegaConf.to_container(cfg, resolve=True))
 
@@ -53,7 +53,7 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
 # per schema class: the schema node, and the last fully converted config (flat plain values,
 # its merged node, its RunConfig before resolution)
 _SCHEMAS: dict[type, DictConfig] = {}
-_LAST: dict[type, tuple[dict, DictConfig, RunConfig]] = {}
+_LAST: dict[type, tuple[dict, DictConfig, RunBase]] = {}
 STATS = {"full": 0, "fast": 0}  # conversions by route (tests count them)
 
 
@@ -65,7 +65,7 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def _full(plain: dict) -> RunConfig:
+def _full(plain: dict) -> RunBase:
     cls = run_config_class()
     if cls not in _SCHEMAS:
         _SCHEMAS[cls] = OmegaConf.structured(cls)
@@ -97,7 +97,7 @@ def _changed_leaf(run, merged: DictConfig, key: str, value):
     return new
 
 
-def _fast(plain: dict) -> RunConfig | None:
+def _fast(plain: dict) -> RunBase | None:
     last = _LAST.get(run_config_class())
     if last is None:
         return None
@@ -120,7 +120,7 @@ def _fast(plain: dict) -> RunConfig | None:
     return run
 
 
-def run_config_from_plain(plain: dict) -> RunConfig:
+def run_config_from_plain(plain: dict) -> RunBase:
     """The resolved RunConfig of a composed config's plain dict (``OmegaConf.to_container(cfg,
     resolve=True)``; its ``hydra`` and ``sweep`` keys are dropped): the module doc's fast route
     where it applies, else the full merge."""

@@ -20,7 +20,7 @@ from attnsvm.composition.rules import RULES, check_reads, check_unread
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Engine, Head, Optimizer, Parameterization
 from attnsvm.config.plugins import load_object
-from attnsvm.config.schema import DatasetBase, RunConfig
+from attnsvm.config.schema import DatasetBase, RunBase
 from attnsvm.experiments import entry, group_of, with_groups
 
 RESOLVED = "_attnsvm_resolved"  # set on a resolved run (not a field: never in its hash)
@@ -68,7 +68,7 @@ def _norms(names: list[str], kind: Parameterization) -> list[str]:
     return names
 
 
-def resolve(run: RunConfig) -> RunConfig:
+def resolve(run: RunBase) -> RunBase:
     """The resolved copy of ``run`` (a resolved run is returned as it is)."""
     if getattr(run, RESOLVED, False):
         return run
@@ -89,7 +89,7 @@ def resolve(run: RunConfig) -> RunConfig:
     return run
 
 
-def train_engine(run: RunConfig) -> Engine | None:
+def train_engine(run: RunBase) -> Engine | None:
     """The engine that trains: ``auto`` resolved (fused where it applies, else torch); None
     when the job trains nothing (``train=false``). The job hash uses this, not ``engine``."""
     from attnsvm.train.engine_choice import resolve_engine
@@ -111,7 +111,7 @@ def train_engine(run: RunConfig) -> Engine | None:
     )
 
 
-def experiment_group(run: RunConfig):
+def experiment_group(run: RunBase):
     """The run's experiment's own config (None when it has none)."""
     group = group_of(entry(run.experiment))
     return None if group is None else getattr(run, group)

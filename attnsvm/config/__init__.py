@@ -4,12 +4,14 @@
 
 The leaf layer: it imports nothing of attnsvm outside attnsvm/config/ (tests/test_house.py).
 The package is a façade over modules with one job each: enums.py, checks.py and constraints.py
-(leaves), schema.py (the core groups' dataclasses: shapes of values only), plugins.py (your own
-components by import path), input_checks.py (data files, output directories, generators). What
-needs the registries above it is attnsvm/composition/: ``RunConfig`` (the core's groups with
-every experiment's own, attnsvm/experiments/<name>/config.py), ``DatasetConfig``,
-``Generator``, and the way from Hydra to a resolved run and its hash (``to_run_config``,
-``config_hash``).
+(leaves), schema.py (the core groups' dataclasses, shapes of values only: ``RunBase``, the core
+keys, and ``run_config_class``, which makes ``RunConfig`` from the groups the registries supply),
+plugins.py (your own components by import path), input_checks.py (data files, output
+directories, generators). What needs the registries above it is attnsvm/composition/: it
+exports ``RunConfig`` (the core's keys with every experiment's own group, attnsvm/experiments/
+<name>/config.py), ``DatasetConfig`` (DatasetBase with every data set's keys), ``Generator``,
+and the way from Hydra to a resolved run and its hash (``to_run_config``, ``config_hash``).
+Each name means one class.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from attnsvm.config.schema import (
     MetricsConfig,
     OptimizerConfig,
     ParameterizationConfig,
+    RunBase,
     SolverConfig,
 )
 
@@ -61,6 +64,7 @@ __all__ = [
     "OptimizerConfig",
     "Parameterization",
     "ParameterizationConfig",
+    "RunBase",
     "SolverConfig",
     "plain_name",
 ]

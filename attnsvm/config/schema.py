@@ -225,9 +225,9 @@ class MetricsConfig:
 
 
 @dataclass
-class RunConfig:
-    """One job: the core groups and run-level keys. Each experiment adds its own group (its
-    package's ``Config``) to the ``RunConfig`` that ``attnsvm.composition`` exports."""
+class RunBase:
+    """One job: the core groups and run-level keys. ``RunConfig`` (``run_config_class``) adds
+    the data sets' keys and each experiment's own group (its package's ``Config``)."""
 
     dataset: DatasetBase = field(default_factory=DatasetBase)
     parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
@@ -236,7 +236,7 @@ class RunConfig:
     head: HeadConfig = field(default_factory=HeadConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     experiment: str = ""  # a package under attnsvm/experiments/, or your module's path
-    # ("": the built-in whose entry says default=True: attnsvm.composition.RunConfig's default)
+    # ("": the built-in whose entry says default=True: RunConfig's default)
     train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
     seeds: int = 8  # how many seeds: seed, seed + 1, ..., seed + seeds - 1
     seed: int = 0
@@ -265,3 +265,22 @@ class RunConfig:
     @property
     def seed_list(self) -> list[int]:
         return list(range(self.seed, self.seed + self.seeds))
+
+
+def run_config_class(dataset: type, groups: dict[str, type], experiment: str, home: str) -> type:
+    """``RunConfig``, the one class of a run's config: RunBase's keys with ``dataset`` the full
+    dataset group (DatasetBase with every data set's keys), each experiment's group (``groups``:
+    key -> its Config) and ``experiment`` defaulting to the default experiment. The registries
+    above this leaf supply them, and ``home``, the module that exports the class (where pickle
+    finds it: attnsvm.composition, which builds it once, on first use)."""
+    made = {"dataset": dataset, **groups}  # each group's default: its class's defaults
+
+    class RunConfig(RunBase):
+        __doc__ = RunBase.__doc__
+
+    for name, cls in made.items():
+        setattr(RunConfig, name, field(default_factory=cls))
+    RunConfig.experiment = experiment
+    RunConfig.__annotations__ = {**made, "experiment": str}
+    RunConfig.__module__, RunConfig.__qualname__ = home, "RunConfig"
+    return dataclass(RunConfig)

@@ -167,9 +167,9 @@ def reads_key(experiment: Experiment, key: str) -> bool:
 def read_groups(experiment: Experiment) -> list[str]:
     """What the experiment reads, for a message: its group, the core groups (``group.*``) and
     keys it declares, the common run keys."""
-    from attnsvm.config.schema import RunConfig
+    from attnsvm.config.schema import RunBase
 
-    core = dataclasses.fields(RunConfig)
+    core = dataclasses.fields(RunBase)
     groups = {f.name for f in core if dataclasses.is_dataclass(f.default_factory)}
     got = experiment.reads
     if got is None or "*" in got:  # every core key ("*": the optional ones too)
@@ -210,19 +210,10 @@ def run_config_class() -> type:
     """``RunConfig``: the core schema (attnsvm/config/schema.py) with every built-in
     experiment's config group as a field, so ``RunConfig(regpath=RegpathConfig(points=5))``
     and ``regpath.points=5`` both work."""
-    from attnsvm.config.schema import RunConfig as CoreRunConfig
+    from attnsvm.config.schema import run_config_class as build
     from attnsvm.data.sets import dataset_class
 
-    data = dataset_class()  # the core's dataset keys with every data set's own
-    groups = [("dataset", data, dataclasses.field(default_factory=data))]
-    groups += [(g, c, dataclasses.field(default_factory=c)) for g, c in config_groups().items()]
-    groups.append(("experiment", str, dataclasses.field(default=default_name())))
-    return dataclasses.make_dataclass(
-        "RunConfig",
-        groups,
-        bases=(CoreRunConfig,),
-        namespace={"__module__": "attnsvm.composition", "__doc__": CoreRunConfig.__doc__},
-    )
+    return build(dataset_class(), config_groups(), default_name(), home="attnsvm.composition")
 
 
 def with_groups(run):

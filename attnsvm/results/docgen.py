@@ -26,8 +26,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from attnsvm.config.constraints import accepted_text
-from attnsvm.config.schema import CONF_MODULE
-from attnsvm.config.schema import RunConfig as CoreRunConfig
+from attnsvm.config.schema import CONF_MODULE, RunBase
 from attnsvm.experiments import builtin_names, entry, group_of, read_groups, run_config_class
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -144,7 +143,7 @@ def config_reference() -> str:
     runs = {"experiment": ", ".join(f"`{n}`" for n in sorted(builtin_names()))}
     runs["experiment"] += ", or your module's import path"
     full = run_config_class()  # the defaults users get (the default experiment's name)
-    lines += ["### Run-level keys", "", *key_table(CoreRunConfig, "", runs, made=full), ""]
+    lines += ["### Run-level keys", "", *key_table(RunBase, "", runs, made=full), ""]
     return "\n".join([*lines, *experiment_reads()])
 
 

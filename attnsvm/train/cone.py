@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from attnsvm.config.enums import Parameterization
-from attnsvm.config.schema import RunConfig
+from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import Instances
 from attnsvm.svm import solve as svm
 from attnsvm.svm.masked import w_mm_masked
@@ -56,7 +56,7 @@ def find_local_alpha(X, Z, gamma, opt, cfg, seed: int, mask=None):
     return None, None
 
 
-def cone_params(cfg: RunConfig, inst: Instances) -> tuple[Params, list[dict]]:
+def cone_params(cfg: RunBase, inst: Instances) -> tuple[Params, list[dict]]:
     """Per-seed starts c W^mm_alpha / ||.|| + init_scale N(0, 1), and what was found."""
     pcfg, scfg = cfg.parameterization, cfg.solver
     kq = pcfg.kind == Parameterization.kq

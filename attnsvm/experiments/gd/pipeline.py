@@ -2,7 +2,7 @@
 
 Plain functions over a validated RunConfig; Hydra is only in run.py.
 
-    from attnsvm.config.schema import RunConfig
+    from attnsvm.composition import RunConfig
     result = run_job(RunConfig(seeds=4))
     result.runs        # one row per seed
     result.trajectory  # one row per seed x checkpoint
@@ -21,7 +21,7 @@ from attnsvm import metrics
 from attnsvm.composition.identity import config_hash
 from attnsvm.composition.resolve import train_engine
 from attnsvm.config.enums import Init, Optimizer, Parameterization
-from attnsvm.config.schema import RunConfig
+from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.gd.diverged import diverged_tables
@@ -40,7 +40,7 @@ from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Trajectory, train
 
 
-def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms=None):
+def analyse_seed(cfg: RunBase, inst: Instances, traj: Trajectory, r: int, svms=None):
     """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``.
 
     ``svms`` = (SVMs at opt, SVMs at the selected tokens or None), solved in advance
@@ -98,7 +98,7 @@ def analyse_seed(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, svms
     return row, trajectory_columns(cfg, inst, traj, r, Ws, curves, row, fro_sel)
 
 
-def seed_curves(cfg: RunConfig, inst: Instances, traj: Trajectory, r: int, Ws, svms) -> tuple:
+def seed_curves(cfg: RunBase, inst: Instances, traj: Trajectory, r: int, Ws, svms) -> tuple:
     """Per checkpoint, seed ``r``'s correlations with every SVM at the selected tokens and at
     opt, the geometry's margins and divergences, a trained head's curves; and apart, the
     relaxed p-SVM's fixed coordinates (for the path pictures)."""
@@ -143,7 +143,7 @@ def trajectory_columns(cfg, inst, traj, r: int, Ws, curves: dict, row: dict, fro
     return trajectory
 
 
-def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: dict) -> dict:
+def geometry_curves(cfg: RunBase, inst: Instances, r: int, Ws, sel, at_sel: dict) -> dict:
     """Per checkpoint, for every SVM norm N at the selected tokens: the margin ratio
     gamma_N(W) / gamma_N* (``margin_<N>``), and for mirror descent the Bregman divergence of
     its potential (``bregman_<N>``, docs/math.md#mirror-descent-and-lp-svms)."""
@@ -161,7 +161,7 @@ def geometry_curves(cfg: RunConfig, inst: Instances, r: int, Ws, sel, at_sel: di
     return curves
 
 
-def head_curves(cfg: RunConfig, inst: Instances, r: int, vs: np.ndarray, sel, Ws=None) -> dict:
+def head_curves(cfg: RunBase, inst: Instances, r: int, vs: np.ndarray, sel, Ws=None) -> dict:
     """A trained head v (C, d) against the hard-margin classifier of the selected tokens,
     v^mm = argmin ||v|| s.t. Y_i v^T x_{i alpha_i} >= 1 (``corr_v_mm``); the attention
     W(k) (C, d, d) against the relaxed Frobenius SVM, whose margin is 1 only for the support
@@ -186,7 +186,7 @@ def head_curves(cfg: RunConfig, inst: Instances, r: int, vs: np.ndarray, sel, Ws
     return curves
 
 
-def analyse_svm_only(cfg: RunConfig, inst: Instances, r: int, at_opt=None) -> dict:
+def analyse_svm_only(cfg: RunBase, inst: Instances, r: int, at_opt=None) -> dict:
     """Without training: the SVMs at alpha = opt, their feasibility and ranks."""
     opt = inst.opt[r].cpu().numpy()
     at_opt = at_opt or solve_svms(cfg, inst, {r: opt})[r]
@@ -237,7 +237,7 @@ def path_tables(inst: Instances, traj: Trajectory, r: int, at_opt: dict):
     return paths, tokens
 
 
-def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, first: int = 0):
+def run_batch(cfg: RunBase, seeds: list[int], report: Progress | None = None, first: int = 0):
     """Train and analyse one batch of seeds; returns (rows, trajectory tables (dicts of
     columns, for results.stack), extra frames). ``report`` hears of its stages; ``first``:
     the batch's first seed's position in the job."""
@@ -297,7 +297,7 @@ def run_batch(cfg: RunConfig, seeds: list[int], report: Progress | None = None, 
     return rows, trajs, extra
 
 
-def run_job(cfg: RunConfig, progress=None) -> JobResult:
+def run_job(cfg: RunBase, progress=None) -> JobResult:
     """experiment=gd: all seeds of ``cfg`` in batches of ``cfg.batch_size``; tables carry the
     config columns. ``progress(done, total)`` after each batch; a ``Progress`` also hears of
     training steps, SVMs and metrics as they go (attnsvm/progress.py)."""

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 import attnsvm.experiments.gd.limits as limits  # the module, not the package (no cycle)
-from attnsvm.config.schema import RunConfig
+from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import Instances
 from attnsvm.progress import Progress
 from attnsvm.svm import norms
@@ -39,7 +39,7 @@ class Reported:
 
 
 def solve_svms(
-    cfg: RunConfig,
+    cfg: RunBase,
     inst: Instances,
     alphas: dict[int, np.ndarray],
     report: Progress | None = None,
@@ -79,7 +79,7 @@ def solve_svms(
     return dict(zip(rs, solved, strict=True))
 
 
-def opt_svm_columns(cfg: RunConfig, at_opt: dict[str, svm.SVMSolution]) -> dict:
+def opt_svm_columns(cfg: RunBase, at_opt: dict[str, svm.SVMSolution]) -> dict:
     """The columns of the SVMs at alpha = opt: feasibility, ranks, statuses, norms."""
     cols = {"feasible": at_opt["fro"].status != svm.INFEASIBLE}
     named = [(norms.column(name), sol) for name, sol in at_opt.items()]

@@ -34,7 +34,7 @@ import torch
 from attnsvm import metrics
 from attnsvm.composition.resolve import train_engine
 from attnsvm.config.enums import Parameterization
-from attnsvm.config.schema import RunConfig, SolverConfig
+from attnsvm.config.schema import RunBase, SolverConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash
@@ -148,7 +148,7 @@ def acceptance_flags(s: np.ndarray, threshold: float, zero_threshold: float) -> 
     }
 
 
-def analyse_seed(cfg: RunConfig, X, Z, s, Ws, seed: int):
+def analyse_seed(cfg: RunBase, X, Z, s, Ws, seed: int):
     """Row and trajectory of one trained seed: X (n,T,d), Z (n,d), final s (n,T), Ws (C,d,d)."""
     mcfg = cfg.multitoken
     t0 = time.perf_counter()
@@ -208,7 +208,7 @@ def analyse_seed(cfg: RunConfig, X, Z, s, Ws, seed: int):
     return row, {"seed": seed, **curves}
 
 
-def _train_batch(cfg: RunConfig, seeds: list[int]):
+def _train_batch(cfg: RunBase, seeds: list[int]):
     dtype = getattr(torch, cfg.dtype.value)
     inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
     traj = train(
@@ -218,7 +218,7 @@ def _train_batch(cfg: RunConfig, seeds: list[int]):
     return inst, traj
 
 
-def run_batch(cfg: RunConfig, seeds: list[int], analyse_all: bool):
+def run_batch(cfg: RunBase, seeds: list[int], analyse_all: bool):
     """Train ``seeds``; analyse those passing the softmax filters (all if ``analyse_all``)."""
     t0 = time.perf_counter()
     inst, traj = _train_batch(cfg, seeds)
@@ -263,7 +263,7 @@ def run_batch(cfg: RunConfig, seeds: list[int], analyse_all: bool):
     return rows, curves
 
 
-def run_job(cfg: RunConfig, progress=None):
+def run_job(cfg: RunBase, progress=None):
     """``seeds`` seeds from ``seed`` on, or with ``multitoken.target_accepted`` set, batches of
     ``batch_size`` seeds until that many are accepted: then the rows are exactly the seeds
     from ``seed`` up to the target-th accepted one, whatever the batch size. Drawing stops

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from attnsvm.config.enums import Parameterization
-from attnsvm.config.schema import RunConfig
+from attnsvm.config.schema import RunBase
 from attnsvm.data.nexttoken import make_nexttoken
 from attnsvm.experiments.nexttoken.train import problem, train
 from attnsvm.metrics import corr
@@ -41,7 +41,7 @@ from attnsvm.train.divergence import divergence
 CURVES = ("corr_svm", "corr_svm_fin", "corr_proj", "fin_dist", "scc_mass", "corr_local_svm")
 
 
-def _nuclear(cfg: RunConfig) -> bool:
+def _nuclear(cfg: RunBase) -> bool:
     nuc = cfg.nexttoken.nuclear
     return cfg.parameterization.kind == Parameterization.kq if nuc is None else nuc
 
@@ -63,13 +63,13 @@ def _softmax_np(W: np.ndarray, X: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
-def _svm(cfg: RunConfig, E, ids, src, scc, nuclear: bool) -> gs.GraphSVM:
+def _svm(cfg: RunBase, E, ids, src, scc, nuclear: bool) -> gs.GraphSVM:
     if nuclear:
         return gs.graph_svm_nuc(E, ids, src, scc, cfg.solver)
     return gs.graph_svm_fro(E, ids, src, scc, cfg.solver.feas_tol)
 
 
-def analyse_seed(cfg: RunConfig, inst, r: int, j: int, traj, scc) -> tuple[dict, pd.DataFrame]:
+def analyse_seed(cfg: RunBase, inst, r: int, j: int, traj, scc) -> tuple[dict, pd.DataFrame]:
     """Row and trajectory of instance r, trained as batch member j."""
     E, ids, labels = inst.E[r], inst.ids[r], inst.labels[r]
     Ws, Wfs, s = traj.W[:, j], traj.W_fin[:, j], traj.s[j]
@@ -139,7 +139,7 @@ def _status(glob: dict, local: gs.GraphSVM) -> dict:
     return {"status": "infeasible" if infeasible else "ok", "reason": "; ".join(infeasible + notes)}
 
 
-def run_batch(cfg: RunConfig, inst, idx: np.ndarray):
+def run_batch(cfg: RunBase, inst, idx: np.ndarray):
     """Train the seeds at positions ``idx`` of ``inst`` together; rows and trajectories."""
     sub = {k: getattr(inst, k)[idx] for k in ("E", "ids", "labels", "W0", "K0")}
     graphs = [_graphs(inst, r) for r in idx]
@@ -173,7 +173,7 @@ def run_batch(cfg: RunConfig, inst, idx: np.ndarray):
     return rows, curves
 
 
-def run_job(cfg: RunConfig, progress=None):
+def run_job(cfg: RunBase, progress=None):
     """All seeds of one job, trained in batches of ``batch_size``."""
     from attnsvm.results.contract import JobResult, config_columns
 

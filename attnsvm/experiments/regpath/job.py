@@ -26,7 +26,7 @@ import torch
 
 from attnsvm import metrics
 from attnsvm.config.enums import Parameterization
-from attnsvm.config.schema import RunConfig
+from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.experiments.regpath.config import RegpathConfig
 from attnsvm.results.stack import with_constants
@@ -124,7 +124,7 @@ def choose_chain(loss_svm: torch.Tensor, loss_init: torch.Tensor, rtol: float = 
     return use
 
 
-def path(inst, head, cfg: RunConfig, start=None, loss_fn=loss_and_grad_w):
+def path(inst, head, cfg: RunBase, start=None, loss_fn=loss_and_grad_w):
     """A chain along the grid: warm-started from the configured init, or, with ``start``
     (a function R -> Params), started afresh at each R from ``start(R)``.
 
@@ -172,7 +172,7 @@ def _svm_start(svms: list, kq: bool, like: torch.Tensor, noise: float, seeds: li
     return Params(K=U * root, Q=Vh.transpose(-1, -2) * root)
 
 
-def _svms(inst, cfg: RunConfig) -> list[tuple]:
+def _svms(inst, cfg: RunBase) -> list[tuple]:
     """(W^mm, W^mm_*) of each instance: the directions the path is compared with and started
     along (the nuclear one is solved only where the Frobenius one is feasible)."""
     svms = []
@@ -186,7 +186,7 @@ def _svms(inst, cfg: RunConfig) -> list[tuple]:
     return svms
 
 
-def _chains(inst, head, cfg: RunConfig, svms: list[tuple], kq: bool) -> dict[str, tuple]:
+def _chains(inst, head, cfg: RunBase, svms: list[tuple], kq: bool) -> dict[str, tuple]:
     """Both chains (``path``'s tuples): ``init``, warm-started, and ``svm``, started at each R
     along the perturbed SVM of the parameterization, since one local solver can get stuck."""
     chains = {"init": path(inst, head, cfg)}
@@ -299,7 +299,7 @@ def _trajectory(seed: int, r: int, c: _Curves, chains, best, grid) -> pd.DataFra
     )
 
 
-def _batch_tables(inst, cfg: RunConfig, grid: np.ndarray, kq: bool):
+def _batch_tables(inst, cfg: RunBase, grid: np.ndarray, kq: bool):
     """The runs rows and trajectory frames of one batch of seeds (solved together)."""
     svms = _svms(inst, cfg)
     head = make_head(cfg.head, inst)
@@ -315,7 +315,7 @@ def _batch_tables(inst, cfg: RunConfig, grid: np.ndarray, kq: bool):
     return rows, trajs
 
 
-def run_job(cfg: RunConfig, progress=None):
+def run_job(cfg: RunBase, progress=None):
     """Regularization paths of ``seeds`` seeds, compared with W^mm and W^mm_* at alpha = opt.
 
     The constrained problem is non-convex, and projected GD from one start can settle on a
@@ -343,7 +343,7 @@ def run_job(cfg: RunConfig, progress=None):
     return _job_result(cfg, rows, trajs, len(seeds), t0)
 
 
-def _job_result(cfg: RunConfig, rows: list[dict], trajs: list, n_seeds: int, t0: float):
+def _job_result(cfg: RunBase, rows: list[dict], trajs: list, n_seeds: int, t0: float):
     """The JobResult of the rows, with the config's columns and the time per seed."""
     from attnsvm.results.contract import JobResult, config_columns
 
