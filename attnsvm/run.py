@@ -232,11 +232,11 @@ def cli() -> None:
         check_output_dir_overrides(sys.argv[1:])  # before Hydra fails to create them
     except ConfigError as exc:
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
-    from hydra_plugins.attnsvm_local.early import is_local_sweep, start_first_worker
+    from hydra_plugins.attnsvm_local.early import is_local_sweep, start_early_workers
 
     local_sweep = is_local_sweep(sys.argv[1:])
     if local_sweep:
-        start_first_worker()  # its start runs beside Hydra's
+        start_early_workers(sys.argv[1:])  # their start runs beside Hydra's
     main()
     if _FINISHED_SINGLE_RUN or local_sweep:
         exit_now()  # every result is written: skip the interpreter's teardown

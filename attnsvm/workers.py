@@ -10,8 +10,8 @@ when its parent dies (Linux ``PR_SET_PDEATHSIG``), and a watchdog thread that po
 id does the same elsewhere, then exits hard after a grace period in which the job records
 itself ``interrupted``. A worker that dies mid-job (killed, out of memory) fails that job only:
 the pool starts a new worker for the jobs still to run. concurrent.futures' pool cannot do
-this: a dead worker breaks it and it terminates every other job in flight. A sweep's first
-worker may start with the command, before the sweep is planned (``start_early``).
+this: a dead worker breaks it and it terminates every other job in flight. A
+sweep's first workers may start with the command, before the sweep is planned (``start_early``).
 """
 
 from __future__ import annotations
@@ -91,13 +91,14 @@ def _quiet_exit(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
-def _worker_main(conn, parent_pid: int, warm: tuple[str, ...] = (), parents_end=None) -> None:
+def _worker_main(conn, parent_pid: int, warm: tuple[str, ...] = (), parents_ends=()) -> None:
     """One job at a time from ``conn``: (fn, args) in, (value, error, traceback) out; EOF
     ends the worker. ``warm``: modules imported first, while the sweep prepares the job.
-    ``parents_end``: a forked worker's copy of the sweep's end of the pipe, closed so that the
-    sweep's close is this worker's EOF."""
-    if parents_end is not None:
-        parents_end.close()
+    ``parents_ends``: a forked worker's copies of the sweep's ends of its own pipe and of the
+    early workers' forked before it, closed so that the sweep's close of each is that worker's
+    EOF."""
+    for end in parents_ends:
+        end.close()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _quiet_exit)
     _watch_parent(parent_pid)
@@ -131,11 +132,12 @@ def _send(conn, answer: tuple) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx, warm: tuple[str, ...] = ()) -> None:
+    def __init__(self, ctx, warm: tuple[str, ...] = (), siblings: tuple = ()) -> None:
+        """``siblings``: the workers forked before this one, whose pipes a fork inherits."""
         self.conn, child = ctx.Pipe()
         args = (child, os.getpid(), warm)
         if ctx.get_start_method() == "fork":
-            args += (self.conn,)
+            args += ((self.conn, *(w.conn for w in siblings)),)
         self.process = ctx.Process(target=_worker_main, args=args, name="attnsvm-worker")
         self.process.start()
         child.close()
@@ -178,25 +180,32 @@ def died(exitcode: int | None) -> str:
     return f"exited with code {exitcode}"
 
 
-_EARLY: dict[tuple[str, ...], _Worker] = {}  # warm -> a worker started before any pool
+_EARLY: dict[tuple[str, ...], list[_Worker]] = {}  # warm -> workers started before any pool
 
 
-def start_early(warm: tuple[str, ...]) -> None:
-    """One worker started now, before the sweep is composed and planned: its start (spawn,
-    ``warm``'s imports: seconds) runs on another core beside Hydra's start-up, and the first
-    ``WorkerPool`` with the same ``warm`` takes it. Not taken (nothing left to run, a failed
-    config), it is killed when this process exits."""
-    if warm not in _EARLY:
-        with warnings.catch_warnings():  # Python >= 3.12 counts BLAS's idle pool threads
-            warnings.filterwarnings("ignore", ".*multi-threaded.*fork", DeprecationWarning)
-            _EARLY[warm] = _Worker(_early_context(), warm)
+def start_early(warm: tuple[str, ...], count: int = 1) -> None:
+    """``count`` workers started now, before the sweep is composed and planned: their start
+    (``warm``'s imports: seconds) runs on other cores beside Hydra's start-up, and the first
+    ``WorkerPool`` with the same ``warm`` takes them. Not taken (nothing left to run, a failed
+    config), they are killed when this process exits; taken by a pool of fewer workers, the
+    rest at once."""
+    if not _EARLY:
         atexit.register(_drop_early)
+    started = _EARLY.setdefault(warm, [])
+    with warnings.catch_warnings():  # Python >= 3.12 counts BLAS's idle pool threads
+        warnings.filterwarnings("ignore", ".*multi-threaded.*fork", DeprecationWarning)
+        while len(started) < count:
+            started.append(_Worker(_early_context(), warm, tuple(started)))
 
 
 def _drop_early() -> None:
     """The early workers no pool took: killed, not left to finish their imports."""
     while _EARLY:
-        w = _EARLY.popitem()[1]
+        _end(_EARLY.popitem()[1])
+
+
+def _end(workers: list[_Worker]) -> None:
+    for w in workers:
         w.conn.close()
         w.process.kill()
         w.process.join()
@@ -213,10 +222,10 @@ class WorkerPool:
         self.busy: dict[int, _Worker] = {}  # job -> worker
         self.ended: dict[int, Outcome] = {}  # jobs that ended, their ``done`` not yet called
         self.pids: list[int] = []  # every worker ever started (tests look for survivors)
-        if warm in _EARLY:  # started with the command (start_early)
-            early = _EARLY.pop(warm)
-            self.idle.append(early)
-            self.pids.append(early.process.pid)
+        early = _EARLY.pop(warm, [])  # started with the command (start_early)
+        _end(early[self.n :])
+        self.idle += early[: self.n]
+        self.pids += [w.process.pid for w in early[: self.n]]
 
     def _worker(self) -> _Worker:
         while self.idle:

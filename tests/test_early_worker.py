@@ -1,10 +1,11 @@
-"""The sweep's first worker starts with the command (hydra_plugins/attnsvm_local/early.py): only
-for a local sweep, the pool takes it instead of starting another, the pool's close ends it
-(forked, it must not hold the sweep's end of its own pipe), and one no pool took dies with
-the command."""
+"""The sweep's workers start with the command (hydra_plugins/attnsvm_local/early.py): only for
+a local sweep, as many as its command line says it will use; the pool takes them instead of
+starting others, its close ends them (forked, none may hold the sweep's end of its own pipe),
+and those no pool took die with the command."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import time
 import pytest
 
 from conftest import REPO
-from hydra_plugins.attnsvm_local.early import is_local_sweep
+from hydra_plugins.attnsvm_local import early
+from hydra_plugins.attnsvm_local.early import early_workers, is_local_sweep, least_jobs
 
 
 @pytest.mark.parametrize(
@@ -36,6 +38,38 @@ def test_only_a_local_sweep_starts_a_worker_with_the_command(argv, local):
     assert is_local_sweep(argv) is local
 
 
+@pytest.mark.parametrize(
+    ("argv", "jobs"),
+    [
+        (["-m", "dataset.d=2"], 1),
+        (["-m", "dataset.d=2,3,4", "parameterization=w,kq"], 6),
+        (["-m", "dataset.d=range(2,22)"], 2),  # at least two
+        (["-m", "+sweeps=overparam"], 2),
+        (["-m", "solver.norms=[fro,l1.75,l3]"], 1),  # one list value
+        (["-m", "solver.norms=[fro,l1],[fro,l3]"], 2),
+        (["-m", "dataset.file='a,b.npz'"], 1),  # quoted: one value
+    ],
+)
+def test_the_least_jobs_a_command_line_sweeps(argv, jobs):
+    assert least_jobs(argv) == jobs
+
+
+@pytest.mark.parametrize(
+    ("argv", "cores", "workers"),
+    [
+        (["-m", "dataset.d=2,3,4", "hydra.launcher.n_jobs=4"], 4, 3),  # no more than jobs
+        (["-m", "dataset.d=2"], 4, 1),
+        (["-m", "dataset.d=2,3", "hydra.launcher.n_jobs=1"], 4, 1),
+        (["-m", "dataset.d=2,3,4,5,6", "hydra.launcher.n_jobs=8"], 2, 2),  # no more than cores
+        (["-m", "dataset.d=2,3"], 1, 0),  # one core: the sweep's own start comes first
+        (["-m", "dataset.d=2,3", "hydra.launcher.n_jobs=x"], 2, 0),  # Hydra's error to give
+    ],
+)
+def test_as_many_workers_start_early_as_the_sweep_will_use(monkeypatch, argv, cores, workers):
+    monkeypatch.setattr(early, "cores", lambda: cores)
+    assert early_workers(argv) == workers
+
+
 SCRIPT = textwrap.dedent(
     """
     import os, sys, time
@@ -46,29 +80,36 @@ SCRIPT = textwrap.dedent(
 
     if __name__ == "__main__":
         print("printed before the fork;", end="")   # block-buffered: stdout is a pipe
-        workers.start_early(("json",))
-        early = workers._EARLY[("json",)].process
+        count, pool_size = int(sys.argv[2]), int(sys.argv[3])
+        workers.start_early(("json",), count)
+        early = [w.process for w in workers._EARLY[("json",)]]
+        pids = sorted(p.pid for p in early)
         if sys.argv[1] == "taken":
-            pool = workers.WorkerPool(1, warm=("json",))
-            ran = pool.run({0: (where, ()), 1: (where, ())})
+            pool = workers.WorkerPool(pool_size, warm=("json",))
+            ran = pool.run({k: (where, ()) for k in range(4 * pool_size)})
             start = time.monotonic()
             pool.close()
-            print(f"|early={early.pid} ran={sorted({o.value for o in ran.values()})}"
-                  f" started={pool.pids} exitcode={early.exitcode}"
-                  f" close_s={time.monotonic() - start:.1f}")
+            fields = {"early": pids, "ran": sorted({o.value for o in ran.values()}),
+                      "started": sorted(pool.pids), "exitcodes": [p.exitcode for p in early],
+                      "close_s": round(time.monotonic() - start, 1)}
+            print("|" + " ".join(f"{k}={str(v).replace(' ', '')}" for k, v in fields.items()))
         else:
-            print(f"|early={early.pid}", flush=True)   # not taken: ends with this process
+            print(f"|early={pids}".replace(" ", ""), flush=True)   # not taken: ends with us
     """
 )
 
 
-def _script(tmp_path, mode: str) -> str:
+def _script(tmp_path, mode: str, count: int = 1, pool_size: int = 1) -> str:
     script = tmp_path / "early.py"
     script.write_text(SCRIPT)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     env["PYTHONPATH"] = str(REPO)
     res = subprocess.run(
-        [sys.executable, str(script), mode], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, str(script), mode, str(count), str(pool_size)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert res.returncode == 0, res.stderr
     # what the command printed before it forked the worker is printed once, not by both
@@ -76,14 +117,19 @@ def _script(tmp_path, mode: str) -> str:
     return res.stdout.rstrip().rpartition("|")[2]
 
 
-def test_the_pool_takes_the_early_worker_and_its_close_ends_it(tmp_path):
-    fields = dict(f.split("=", 1) for f in _script(tmp_path, "taken").split())
-    early = int(fields["early"])
-    assert fields["ran"] == f"[{early}]", "the jobs did not run in the early worker"
-    assert fields["started"] == f"[{early}]", "the pool started a worker of its own"
-    # EOF on the pipe ends it at once: a worker that held the sweep's end too would be
-    # killed after the pool's grace period
-    assert fields["exitcode"] == "0", fields
+@pytest.mark.parametrize(("count", "pool_size"), [(1, 1), (2, 2), (2, 1)])
+def test_the_pool_takes_the_early_workers_and_its_close_ends_them(tmp_path, count, pool_size):
+    fields = dict(f.split("=", 1) for f in _script(tmp_path, "taken", count, pool_size).split())
+    early = json.loads(fields["early"])
+    taken = json.loads(fields["started"])
+    assert len(early) == count
+    assert set(taken) <= set(early) and len(taken) == pool_size, "the pool started its own"
+    assert set(json.loads(fields["ran"])) <= set(taken), "a job ran outside the pool"
+    # EOF on the pipe ends each at once: a worker that held the sweep's end of its own pipe
+    # would be killed after the pool's grace period; one the pool had no room for is killed at
+    # once (-9)
+    expected = [0] * pool_size + [-9] * (count - pool_size)  # the pool takes the first
+    assert json.loads(fields["exitcodes"]) == expected, fields
     assert float(fields["close_s"]) < 5, fields
 
 
@@ -97,8 +143,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_an_early_worker_no_pool_took_ends_with_the_command(tmp_path):
-    early = int(_script(tmp_path, "untaken").partition("=")[2])
+    early = json.loads(_script(tmp_path, "untaken", count=2).partition("=")[2])
     deadline = time.monotonic() + 30
-    while _alive(early) and time.monotonic() < deadline:
+    while any(map(_alive, early)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(early), "the early worker outlived the command that started it"
+    assert not any(map(_alive, early)), "an early worker outlived the command that started it"

@@ -7,7 +7,7 @@ as hydra-joblib-launcher runs them, so their results are the same bits. What dif
 
 - every job is planned (attnsvm.results.plan.plan_plain) before it is sent to a worker, in
   milliseconds per job (sweep.py's doc): finished jobs are skipped there, and a sweep with
-  nothing left to run computes nothing; the first worker starts with the command (early.py),
+  nothing left to run computes nothing; the workers start with the command (early.py),
   the workers stay up for the whole sweep and get each job planned, its directory and
   ``.hydra/`` written by the sweep's process;
 - the workers (attnsvm/workers.py) end with the sweep's process however it ends, SIGKILL included;

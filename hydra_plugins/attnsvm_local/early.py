@@ -1,20 +1,26 @@
-"""The sweep's first worker, started with the command: ``python -m attnsvm.run -m ...``.
+"""The sweep's workers, started with the command: ``python -m attnsvm.run -m ...``.
 
 A worker takes seconds to start (a fresh interpreter importing torch, pandas and scipy), and
 the sweep's own process takes seconds to compose and plan the sweep before it knows what to
-run. Started by ``attnsvm.run``'s ``cli`` before Hydra, the first worker's start runs beside
-that on another core, and the pool takes it (attnsvm.workers.start_early). Only where the
-command is a sweep on this launcher and the machine has a core to spare; a sweep with nothing
-left to run ends it at exit, having cost a core's idle seconds.
+run. Started by ``attnsvm.run``'s ``cli`` before Hydra, the workers' start runs beside that on
+the other cores, and the pool takes them (attnsvm.workers.start_early). Only where the command
+is a sweep on this launcher and the machine has a core to spare; as many as the sweep will
+use, as far as the command line tells before Hydra composes it (``early_workers``). A sweep
+with fewer jobs left to run ends the rest, having cost their cores some seconds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
+from importlib import resources
 
+from omegaconf import OmegaConf
+
+from attnsvm.config.schema import CONF_MODULE
 from attnsvm.workers import start_early
-from hydra_plugins.attnsvm_local.sweep import WARM
+from hydra_plugins.attnsvm_local.sweep import WARM, n_workers
 
 MULTIRUN = ("-m", "--multirun")
 # Hydra's flags that print or exit instead of running the sweep
@@ -22,6 +28,9 @@ NO_RUN = ("-h", "--help", "--hydra-help", "-i", "--info", "-c", "--cfg", "-p", "
 NO_RUN += ("--resolve", "-sc", "--shell-completion", "--version")
 LAUNCHER = "hydra/launcher="
 THIS_LAUNCHER = ("local",)
+N_JOBS = "hydra.launcher.n_jobs="
+SWEEPS = re.compile(r"(range|choice|glob)\(")  # sweeps over values it does not list
+ONE_VALUE = re.compile(r"\[[^]]*\]|\{[^}]*\}|'[^']*'|\"[^\"]*\"")
 
 
 def is_local_sweep(argv: Sequence[str]) -> bool:
@@ -32,14 +41,47 @@ def is_local_sweep(argv: Sequence[str]) -> bool:
     return all(name in THIS_LAUNCHER for name in launchers)
 
 
-def spare_core() -> bool:
-    """More than one core for this process: the worker's start does not slow Hydra's."""
+def cores() -> int:
+    """The cores this process may run on."""
     if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) > 1
-    return (os.cpu_count() or 1) > 1
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
-def start_first_worker() -> None:
-    """The module doc: the first worker of a local sweep (``is_local_sweep``), started now."""
-    if spare_core():
-        start_early(WARM)
+def early_workers(argv: Sequence[str]) -> int:
+    """The workers the sweep of ``argv`` will start, as far as its command line tells: its
+    ``n_jobs`` (the command's, else the launcher config's) over at least ``least_jobs``, never
+    more than the cores; none on one core, where they would slow the sweep's own start."""
+    if cores() < 2:
+        return 0
+    given = [a.partition("=")[2] for a in argv if a.lstrip("+").startswith(N_JOBS)]
+    try:
+        n_jobs = int(given[-1]) if given else _configured_n_jobs()
+    except ValueError:  # Hydra will say what is wrong with it
+        return 0
+    return min(n_workers(n_jobs, least_jobs(argv)), cores())
+
+
+def least_jobs(argv: Sequence[str]) -> int:
+    """A lower bound on the jobs of ``argv``'s grid: the product of its lists' lengths, a
+    range(), choice() or glob() or a sweep file (``+sweeps=``) counted as two values."""
+    jobs = 1
+    for key, _, value in (a.partition("=") for a in argv if "=" in a and not a.startswith("-")):
+        value = ONE_VALUE.sub("", value)  # [a,b], {k: v} and quoted text are one value
+        if key.lstrip("+~") == "sweeps" or SWEEPS.match(value):
+            jobs *= 2
+        elif "," in value:
+            jobs *= value.count(",") + 1
+    return jobs
+
+
+def _configured_n_jobs() -> int:
+    path = resources.files(CONF_MODULE) / "hydra" / "launcher" / "local.yaml"
+    return int(OmegaConf.load(str(path)).n_jobs)
+
+
+def start_early_workers(argv: Sequence[str]) -> None:
+    """The module doc: the workers of a local sweep (``is_local_sweep``), started now."""
+    count = early_workers(argv)
+    if count:
+        start_early(WARM, count)
