@@ -57,12 +57,13 @@ def test_the_least_jobs_a_command_line_sweeps(argv, jobs):
 @pytest.mark.parametrize(
     ("argv", "cores", "workers"),
     [
-        (["-m", "dataset.d=2,3,4", "hydra.launcher.n_jobs=4"], 4, 3),  # no more than jobs
-        (["-m", "dataset.d=2"], 4, 1),
-        (["-m", "dataset.d=2,3", "hydra.launcher.n_jobs=1"], 4, 1),
-        (["-m", "dataset.d=2,3,4,5,6", "hydra.launcher.n_jobs=8"], 2, 2),  # no more than cores
+        (["-m", "dataset.d=2,3,4", "hydra.launcher.n_jobs=4"], 8, 3),  # no more than jobs
+        (["-m", "dataset.d=2"], 8, 1),
+        (["-m", "dataset.d=2,3", "hydra.launcher.n_jobs=1"], 8, 1),
+        (["-m", "dataset.d=2,3,4,5,6", "hydra.launcher.n_jobs=8"], 4, 3),  # a core left free
+        (["-m", "dataset.d=2,3,4,5,6", "hydra.launcher.n_jobs=8"], 2, 1),
         (["-m", "dataset.d=2,3"], 1, 0),  # one core: the sweep's own start comes first
-        (["-m", "dataset.d=2,3", "hydra.launcher.n_jobs=x"], 2, 0),  # Hydra's error to give
+        (["-m", "dataset.d=2,3", "hydra.launcher.n_jobs=x"], 4, 0),  # Hydra's error to give
     ],
 )
 def test_as_many_workers_start_early_as_the_sweep_will_use(monkeypatch, argv, cores, workers):

@@ -75,7 +75,7 @@ def walls_sentence(results_dir: str | Path = RESULTS, untimed: bool = False) -> 
         "and measured beside it by `python -m attnsvm.bench` (its sweep-overhead row): the "
         "command's start-up (Python and Hydra: the sweep's own process never imports torch), "
         "planning (milliseconds per job), the workers' start (torch's import, once per worker; "
-        "the first one's beside the command's start-up) and the writing of each job's files "
+        "on all cores but one, beside the command's start-up) and the writing of each job's files "
         "(the sweep's process, while its workers compute): the speed table's sweep-overhead "
         "row below has their last measured values. "
         "`python -m attnsvm.publish outputs/sweeps/<name> ... --readme README.md` copies each "
