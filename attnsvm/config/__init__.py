@@ -5,7 +5,7 @@
 The leaf layer: it imports nothing of attnsvm outside attnsvm/config/ (tests/test_house.py).
 The package is a façade over modules with one job each: enums.py, checks.py and constraints.py
 (leaves), schema.py (the core groups' dataclasses, shapes of values only: ``RunBase``, the core
-keys, and ``run_config_class``, which makes ``RunConfig`` from the groups the registries supply),
+keys, and ``make_run_config``, which makes ``RunConfig`` from the groups the registries supply),
 plugins.py (your own components by import path), input_checks.py (data files, output
 directories, generators). What needs the registries above it is attnsvm/composition/: it
 exports ``RunConfig`` (the core's keys with every experiment's own group, attnsvm/experiments/

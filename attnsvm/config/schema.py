@@ -226,7 +226,7 @@ class MetricsConfig:
 
 @dataclass
 class RunBase:
-    """One job: the core groups and run-level keys. ``RunConfig`` (``run_config_class``) adds
+    """One job: the core groups and run-level keys. ``RunConfig`` (``make_run_config``) adds
     the data sets' keys and each experiment's own group (its package's ``Config``)."""
 
     dataset: DatasetBase = field(default_factory=DatasetBase)
@@ -267,7 +267,7 @@ class RunBase:
         return list(range(self.seed, self.seed + self.seeds))
 
 
-def run_config_class(dataset: type, groups: dict[str, type], experiment: str, home: str) -> type:
+def make_run_config(dataset: type, groups: dict[str, type], experiment: str, home: str) -> type:
     """``RunConfig``, the one class of a run's config: RunBase's keys with ``dataset`` the full
     dataset group (DatasetBase with every data set's keys), each experiment's group (``groups``:
     key -> its Config) and ``experiment`` defaulting to the default experiment. The registries

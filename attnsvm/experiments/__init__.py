@@ -210,10 +210,10 @@ def run_config_class() -> type:
     """``RunConfig``: the core schema (attnsvm/config/schema.py) with every built-in
     experiment's config group as a field, so ``RunConfig(regpath=RegpathConfig(points=5))``
     and ``regpath.points=5`` both work."""
-    from attnsvm.config.schema import run_config_class as build
+    from attnsvm.config.schema import make_run_config
     from attnsvm.data.sets import dataset_class
 
-    return build(dataset_class(), config_groups(), default_name(), home="attnsvm.composition")
+    return make_run_config(dataset_class(), config_groups(), default_name(), "attnsvm.composition")
 
 
 def with_groups(run):
