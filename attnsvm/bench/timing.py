@@ -48,15 +48,12 @@ def best_wall(fn, *args, repeats: int = 3, budget_s: float = 20.0, **kwargs) -> 
     stop once ``budget_s`` is spent. On a shared machine a call is slowed by its neighbours,
     never sped up, so the least of a few is the best estimate of the code's own cost (timeit's
     reasoning); a ratio takes it for both its sides."""
-    walls, result, start = [], None, time.perf_counter()
-    for k in range(repeats):
+    walls, results, start = [], [], time.perf_counter()
+    while len(walls) < repeats and time.perf_counter() - start <= budget_s:
         t0 = time.perf_counter()
-        out = fn(*args, **kwargs)
+        results.append(fn(*args, **kwargs))
         walls.append(time.perf_counter() - t0)
-        result = out if k == 0 else result
-        if time.perf_counter() - start > budget_s:
-            break
-    return min(walls), result
+    return min(walls), results[0]
 
 
 def _worker(job: tuple) -> Timing:
