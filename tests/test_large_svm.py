@@ -13,9 +13,10 @@ from attnsvm.composition import DatasetConfig
 from attnsvm.config import SolverConfig
 from attnsvm.experiments.gd.svms import Reported
 from attnsvm.progress import Progress
-from attnsvm.svm import lcp, norms
+from attnsvm.svm import lcp, norms, nuclear_ops
 from attnsvm.svm import nuclear_ipm as sdp
 from attnsvm.svm import solve as svm
+from attnsvm.train.kernel import library
 
 CFG = SolverConfig()
 
@@ -103,6 +104,32 @@ def test_blas_route_bits_do_not_depend_on_batch_mates_or_workers(monkeypatch):
     threaded, _, _ = _nuc(problems, monkeypatch, large_m=1, workers=2)
     assert np.array_equal(alone[0], batched[0])
     assert np.array_equal(batched, threaded)
+
+
+@pytest.mark.skipif(library() is None, reason="the C build is absent (no compiler at install)")
+@pytest.mark.parametrize(("nb", "n", "k"), [(3, 6, 7), (1, 40, 7), (2, 1, 5), (2, 5, 1)])
+def test_schur_kernel_has_the_torch_sums_bits(monkeypatch, nb, n, k):
+    """The C kernel's one pass gives the lower triangle the torch ops' bits, zeros above it."""
+    g = torch.Generator().manual_seed(nb * 100 + n + k)
+    m = n * k
+    shapes = [(nb, m, m), (nb, m, m), (nb, n, n), (nb, n, n), (nb, m, n), (nb, m, n)]
+    args = [torch.randn(s, dtype=torch.float64, generator=g) for s in shapes]
+    got = nuclear_ops._schur_blocked(*(a.clone() for a in args), k)  # torch's ops scale in place
+    monkeypatch.setattr(nuclear_ops, "library", lambda: None)
+    want = nuclear_ops._schur_blocked(*(a.clone() for a in args), k)
+    assert torch.equal(got.tril(), want.tril())
+    assert not got.triu(1).any()
+
+
+@pytest.mark.skipif(library() is None, reason="the C build is absent (no compiler at install)")
+@pytest.mark.parametrize("large_m", [1, 10**9])  # one instance at a time with BLAS; batched
+def test_nuclear_svms_have_the_same_bits_without_the_schur_kernel(monkeypatch, large_m):
+    problems = [_problem(s, n=12, T=6, d=8) for s in range(3)]
+    W, status, iters = _nuc(problems, monkeypatch, large_m=large_m)
+    monkeypatch.setattr(nuclear_ops, "library", lambda: None)
+    W_torch, status_torch, iters_torch = _nuc(problems, monkeypatch, large_m=large_m)
+    assert status == status_torch == ["optimal"] * 3
+    assert np.array_equal(W, W_torch) and np.array_equal(iters, iters_torch)
 
 
 def test_working_set_reaches_the_full_optimum_and_keeps_every_constraint(monkeypatch):

@@ -13,6 +13,7 @@ import torch
 
 from attnsvm.train import batchops
 from attnsvm.train.batchops import dot_last
+from attnsvm.train.kernel import library
 
 
 @dataclass
@@ -93,7 +94,9 @@ def _cols(S: torch.Tensor, con: Constraints) -> torch.Tensor:
 
 
 def schur(con: Constraints, X, Zi, x, z):
-    """M_jk = <A_j, X A_k Z^{-1}> + diag(x/z), A_j = (u_j v_j^T + v_j u_j^T)/2."""
+    """M_jk = <A_j, X A_k Z^{-1}> + diag(x/z), A_j = (u_j v_j^T + v_j u_j^T)/2: its lower
+    triangle, which is all the Cholesky factorisation reads (above it ``_schur_blocked``'s C
+    route writes zeros, the torch routes M's other entries)."""
     a, p = con.A, con.A.shape[-1]
     X11, X12, X22 = _blocks(X, p)
     Z11, Z12, Z22 = _blocks(Zi, p)
@@ -116,27 +119,32 @@ def schur(con: Constraints, X, Zi, x, z):
 
 def _schur_blocked(ux_u, uz_u, vx_v, vz_v, ux_v, uz_v, k: int) -> torch.Tensor:
     """``schur``'s sum where every sequence has k constraints in order: the (B, n, n) and
-    (B, m, n) factors broadcast over the k x k blocks, the last two products written in place
-    into the (B, m, m) products ``schur`` made anyway, the first two into new buffers: each m x m
-    temporary is a pass through memory, which at m ~ 1000 costs about what the products do.
-    The 1/4 is taken on the small factors (a power of two scales exactly, subnormals aside),
-    and the sums run in ``schur``'s order, so the bits are those of the expanded sum
-    ((T1 + T1^T) + uz_u * vx_v + ux_u * vz_v) / 4."""
+    (B, m, n) factors broadcast over the k x k blocks. The 1/4 is taken on the small factors (a
+    power of two scales exactly, subnormals aside), and the sums run in ``schur``'s order, so
+    the bits are those of the expanded sum ((T1 + T1^T) + uz_u * vx_v + ux_u * vz_v) / 4.
+    The C kernel (``attnsvm_schur_lower``: one pass over M where the torch ops make seven)
+    writes the lower triangle only; where it is not built, the torch ops below make the whole
+    matrix, their lower triangle the same bits."""
     nb, n = vx_v.shape[:2]
     m, blocks = n * k, (nb, n, k, n, k)
     uz_v = uz_v / 4
     # T1[(i,s), (i',s')] = ux_v[(i',s'), i] * uz_v[(i,s), i'], and T1^T the same with the roles
     # swapped; the permuted factors made contiguous first (n^2 k entries each)
-    ux_t, uz_t = (t.view(nb, n, k, n).permute(0, 3, 1, 2).contiguous()[:, :, None]
-                  for t in (ux_v, uz_v))  # fmt: skip
+    ux_t, uz_t = (t.view(nb, n, k, n).permute(0, 3, 1, 2).contiguous() for t in (ux_v, uz_v))
+    vx_v, vz_v = vx_v / 4, vz_v / 4
+    lib = library() if ux_v.device.type == "cpu" and ux_v.dtype == torch.float64 else None
+    if lib is not None:
+        args = [t.contiguous() for t in (ux_v, uz_v, ux_t, uz_t, uz_u, ux_u, vx_v, vz_v)]
+        M = torch.empty(nb, m, m, dtype=torch.float64)
+        lib.attnsvm_schur_lower(nb, n, k, *(t.data_ptr() for t in (*args, M)))
+        return M
     # into buffers of the blocks' shape: left to allocate its output, mul took 2.8 ms against
-    # 0.7 ms at m = 960 in a micro-benchmark (one run; inside the interior point not measured
-    # apart from the machine's noise)
+    # 0.7 ms at m = 960 in a micro-benchmark (one run)
     M, T2 = (torch.empty(blocks, dtype=ux_v.dtype, device=ux_v.device) for _ in range(2))
-    torch.mul(ux_t, uz_v.view(nb, n, k, n, 1), out=M)
-    M.add_(torch.mul(ux_v.view(nb, n, k, n, 1), uz_t, out=T2))
-    M.add_(uz_u.view(blocks).mul_(vx_v[:, :, None, :, None] / 4))
-    M.add_(ux_u.view(blocks).mul_(vz_v[:, :, None, :, None] / 4))
+    torch.mul(ux_t[:, :, None], uz_v.view(nb, n, k, n, 1), out=M)
+    M.add_(torch.mul(ux_v.view(nb, n, k, n, 1), uz_t[:, :, None], out=T2))
+    M.add_(uz_u.view(blocks).mul_(vx_v[:, :, None, :, None]))
+    M.add_(ux_u.view(blocks).mul_(vz_v[:, :, None, :, None]))
     return M.view(nb, m, m)
 
 

@@ -16,7 +16,9 @@
  * values, docs/math.md#cancellation-after-saturation):
  * dL/da_it = c_i s_it sum_u s_iu (e_it - e_iu), c_i = -Y_i sigmoid(-Y_i f_i) / n, with
  * e_it = v^T x_it (linear head) or 1[V^T xbar_i > 0]^T V^T x_it (ReLU head).
- * Called through ctypes from attnsvm/train/fused.py, which documents the array layouts.
+ * Called through ctypes from attnsvm/train/fused.py, which documents the array layouts. The same
+ * library holds two exactly rounded helpers: batchops.matmul's products (attnsvm_seq_matmul) and
+ * the nuclear SVM's Schur complement sum (attnsvm_schur_lower, svm/nuclear_ops.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -266,7 +268,7 @@ ISA_TARGET int attnsvm_train_group(
 int attnsvm_lanes(void) { return LANES; }
 
 /* Bumped with every change of an exported function's arguments (attnsvm/train/fused.py: ABI). */
-int attnsvm_abi(void) { return 3; }
+int attnsvm_abi(void) { return 4; }
 
 /* out[s] = a[s] @ b[s] for contiguous a (B, r, k), b (B, k, c), out (B, r, c): every entry is
  * ((0 + a_i1 b_1j) + a_i2 b_2j) + ... in index order, each product and sum rounded on its own
@@ -284,6 +286,47 @@ ISA_TARGET void attnsvm_seq_matmul(
                 const double ait = as[i * k + t];
                 const double *restrict brow = bs + t * c;
                 for (int64_t j = 0; j < c; j++) o[j] = o[j] + ait * brow[j];
+            }
+        }
+    }
+}
+
+/* The lower triangle (diagonal included) of the nuclear SDP's Schur complement from its blocked
+ * factors, for B instances of n sequences with k constraints each (m = n k): the sum that
+ * attnsvm/svm/nuclear_ops.py's _schur_blocked makes with torch ops, which documents the operands:
+ * ux_v, uz_v (B, m, n), ux_t, uz_t (B, n, n, k), uz_u, ux_u (B, m, m), vx_v, vz_v (B, n, n), uz_v,
+ * vx_v and vz_v already divided by 4. Each entry is ((P1 + P2) + P3) + P4, every product and sum
+ * rounded on its own as those ops round them, so the lower triangle has their bits; the strict
+ * upper triangle is set to 0 (the Cholesky factorisation reads only the lower one). One pass
+ * over M where the torch ops make seven; vectorised along a row, which reorders no sum. */
+ISA_TARGET void attnsvm_schur_lower(
+    int64_t B, int64_t n, int64_t k, const double *restrict ux_v, const double *restrict uz_v,
+    const double *restrict ux_t, const double *restrict uz_t, const double *restrict uz_u,
+    const double *restrict ux_u, const double *restrict vx_v, const double *restrict vz_v,
+    double *restrict M) {
+    const int64_t m = n * k;
+    for (int64_t b = 0; b < B; b++) {
+        const double *xv = ux_v + b * m * n, *zv = uz_v + b * m * n;
+        const double *xt = ux_t + b * n * n * k, *zt = uz_t + b * n * n * k;
+        const double *zu = uz_u + b * m * m, *xu = ux_u + b * m * m;
+        const double *vx = vx_v + b * n * n, *vz = vz_v + b * n * n;
+        double *Mb = M + b * m * m;
+        for (int64_t i = 0; i < n; i++) {
+            for (int64_t s = 0; s < k; s++) {
+                const int64_t r = i * k + s;
+                for (int64_t i2 = 0; i2 <= i; i2++) {
+                    const double zv_r = zv[r * n + i2], xv_r = xv[r * n + i2];
+                    const double px = vx[i * n + i2], pz = vz[i * n + i2];
+                    const double *restrict xt_ = xt + (i * n + i2) * k;
+                    const double *restrict zt_ = zt + (i * n + i2) * k;
+                    const double *restrict zu_ = zu + r * m + i2 * k;
+                    const double *restrict xu_ = xu + r * m + i2 * k;
+                    double *restrict out = Mb + r * m + i2 * k;
+                    const int64_t len = i2 < i ? k : s + 1;
+                    for (int64_t s2 = 0; s2 < len; s2++)
+                        out[s2] = ((xt_[s2] * zv_r + xv_r * zt_[s2]) + zu_[s2] * px) + xu_[s2] * pz;
+                }
+                memset(Mb + r * m + r + 1, 0, (size_t)(m - r - 1) * sizeof(double));
             }
         }
     }

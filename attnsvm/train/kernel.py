@@ -25,7 +25,7 @@ BUILDS = (
 BUILD_ENV = "ATTNSVM_FUSED_BUILD"  # names the one build to use (benchmarks, mixed clusters)
 
 
-ABI = 3  # attnsvm_abi() of a build that matches _ARGTYPES; a stale build is not used
+ABI = 4  # attnsvm_abi() of a build that matches _ARGTYPES; a stale build is not used
 
 
 @cache
@@ -52,6 +52,8 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
             lib.attnsvm_train_group.restype = _I
             lib.attnsvm_seq_matmul.argtypes = [_I64] * 4 + [_P] * 3
             lib.attnsvm_seq_matmul.restype = None
+            lib.attnsvm_schur_lower.argtypes = [_I64] * 3 + [_P] * 9
+            lib.attnsvm_schur_lower.restype = None
             lib.name = name
             return lib, ""
     return None, why
