@@ -85,11 +85,12 @@ def _residuals(con: Constraints, C, X, Z, x, z, y):
     return 1 - (op(con, X) - x), C - Z - adjoint(con, y), y - z
 
 
-def _step(con: Constraints, C, X, Z, x, z, y, refine):
-    """One Mehrotra predictor-corrector step (HKM direction) for every instance given."""
+def _step(con: Constraints, res, X, Z, x, z, y, refine):
+    """One Mehrotra predictor-corrector step (HKM direction) for every instance given, ``res``
+    their residuals (``_residuals``: the caller's, whose rows are these bits whatever the batch)."""
     nb, m = x.shape
     nu = X.shape[-1] + m  # barrier parameter of PSD(N) x R^m_+
-    Rp, Rd, rd = _residuals(con, C, X, Z, x, z, y)
+    Rp, Rd, rd = res
     mu = (_inner(X, Z) + _inner(x, z)) / nu
     Lz, Lx, bad = _cone_factors(X, Z)
     Zi = torch.cholesky_inverse(Lz)
@@ -105,9 +106,10 @@ def _step(con: Constraints, C, X, Z, x, z, y, refine):
             for _ in range(REFINE):  # iterative refinement against the operator M itself
                 Mdy = op(con, sym(con.abt(X, adjoint(con, dy), Zi))) + x * dy / z
                 dy = torch.where(refine[:, None], dy + _solve_schur(Lm, rhs - Mdy), dy)
-        dZ = Rd - adjoint(con, dy)
+        Ady = adjoint(con, dy)  # once for both: the same bits
+        dZ = Rd - Ady
         dz = rd + dy
-        dX = base + sym(con.abt(X, adjoint(con, dy), Zi))
+        dX = base + sym(con.abt(X, Ady, Zi))
         dx = base_x - x * dy / z
         return dX, dx, dy, dZ, dz
 
@@ -321,8 +323,9 @@ def solve_tensors(con: Constraints, tol: float, max_iter: int):
             break
         iters += live.long()
         act = live.nonzero().squeeze(-1)  # step only the unfinished instances
+        res = (Rp[act], Rd[act], rd[act])
         state, bad = _step(
-            con.take(act), C[act], X[act], Z[act], x[act], z[act], y[act], gap[act] <= REFINE_GAP
+            con.take(act), res, X[act], Z[act], x[act], z[act], y[act], gap[act] <= REFINE_GAP
         )
         for full, part in zip((X, Z, x, z, y), state, strict=True):
             full[act] = part
