@@ -57,3 +57,28 @@ def test_a_seed_alone_gives_its_row_in_a_batch():
         traj[traj.seed == 4][cols].reset_index(drop=True),
         "trajectory, seed 4 alone",
     )
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("causal", [False, True])  # sequential attention: masked problems
+def test_svm_sets_solved_in_one_call_have_each_sets_bits(threads, causal):
+    """gd solves its SVMs at opt and at the selected tokens as one set of problems
+    (solve_svm_sets): each answer has the bits of its own set's call."""
+    import numpy as np
+
+    from attnsvm.data.generators import make_instances
+    from attnsvm.experiments.gd.svms import solve_svm_sets, solve_svms
+
+    dataset = DatasetConfig(n=5, T=6, d=8, attention="self" if causal else "cross", causal=causal)
+    cfg = RunConfig(dataset=dataset, seeds=24, threads=threads)
+    inst = make_instances(cfg.dataset, list(range(24)))
+    opt = inst.opt.numpy()
+    other = {r: np.roll(opt[r], 1) for r in range(0, 24, 3)}  # other tokens for some seeds
+    together = solve_svm_sets(cfg, inst, [dict(enumerate(opt)), other])
+    apart = [solve_svms(cfg, inst, dict(enumerate(opt))), solve_svms(cfg, inst, other)]
+    for got, want in zip(together, apart, strict=True):
+        assert list(got) == list(want)
+        for r in want:
+            for name, sol in want[r].items():
+                assert got[r][name].status == sol.status, (r, name)
+                assert np.array_equal(got[r][name].W, sol.W) or sol.W is None, (r, name)

@@ -26,7 +26,12 @@ from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.gd.diverged import diverged_tables
 from attnsvm.experiments.gd.limits import classify
-from attnsvm.experiments.gd.svms import opt_svm_columns, seed_mask, solve_svms
+from attnsvm.experiments.gd.svms import (
+    opt_svm_columns,
+    seed_mask,
+    solve_svm_sets,
+    solve_svms,
+)
 from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
@@ -269,9 +274,10 @@ def run_batch(cfg: RunBase, seeds: list[int], report: Progress | None = None, fi
     traj, inst = on_cpu(traj), on_cpu(inst)  # SVMs and metrics run on the CPU, in float64
     train_seconds = (time.perf_counter() - t0) / len(seeds)  # the copy waits for the GPU
     sel = traj.selected[-1].numpy()
-    at_opt = solve_svms(cfg, inst, dict(enumerate(opt)), report)
     moved = {r: sel[r] for r in range(len(seeds)) if not np.array_equal(sel[r], opt[r])}
-    at_sel = solve_svms(cfg, inst, moved, report, "at the selected tokens")
+    at_opt, at_sel = solve_svm_sets(
+        cfg, inst, [dict(enumerate(opt)), moved], report, "at opt and at the selected tokens"
+    )
     if report is not None:
         report.start_analysis()
     rows, trajs, extra = [], [], {}

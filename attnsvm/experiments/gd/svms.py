@@ -52,10 +52,25 @@ def solve_svms(
     call, on the job's device (a GPU solves them there); with a visibility mask (sequential
     attention) only visible tokens are constrained. ``report`` hears of each norm's calls,
     as the SVMs ``where``."""
+    return solve_svm_sets(cfg, inst, [alphas], report, where)[0]
+
+
+def solve_svm_sets(
+    cfg: RunBase,
+    inst: Instances,
+    sets: list[dict[int, np.ndarray]],
+    report: Progress | None = None,
+    where: str = "at opt",
+) -> list[dict]:
+    """``solve_svms`` of several sets of tokens (e.g. at opt and at the selected tokens) as one
+    set of problems: a batched solver pays per call (the interior point's iterations), so one
+    call on all of them, split into ``cfg.threads`` shares, beats one call per set per worker.
+    An instance's answer never depends on its batch mates: the bits are those of one call per
+    set."""
     X, Z = inst.K.cpu().double().numpy(), inst.Z.cpu().double().numpy()  # keys: x~ for p
-    rs = list(alphas)
-    masks = {r: seed_mask(inst, r) for r in rs}
-    problems = [masked_problem(X[r], Z[r], alphas[r], masks[r]) for r in rs]
+    items = [(r, alphas[r]) for alphas in sets for r in alphas]
+    masks = {r: seed_mask(inst, r) for r, _ in items}
+    problems = [masked_problem(X[r], Z[r], alpha, masks[r]) for r, alpha in items]
     solver = limits.solver(cfg)  # solver.norms and the step rule's limit (gd/limits.py)
     names = [norm.name for norm in norms.make_norms(solver)]
     if report is not None and problems:
@@ -73,10 +88,14 @@ def solve_svms(
 
     hear = None if report is None or alone else done
     solved = norms.solve_spread(made, problems, solver, cfg.threads, cfg.device.value, hear)
-    for r, sols in zip(rs, solved, strict=True):
+    for (r, alpha), sols in zip(items, solved, strict=True):
         for sol in sols.values():
-            unmask(sol, X[r], Z[r], alphas[r], masks[r])
-    return dict(zip(rs, solved, strict=True))
+            unmask(sol, X[r], Z[r], alpha, masks[r])
+    out, start = [], 0
+    for alphas in sets:  # items run set by set
+        out.append(dict(zip(alphas, solved[start : start + len(alphas)], strict=True)))
+        start += len(alphas)
+    return out
 
 
 def opt_svm_columns(cfg: RunBase, at_opt: dict[str, svm.SVMSolution]) -> dict:
