@@ -20,14 +20,13 @@ accepts its enum's values without being declared. Every refusal reads
 from __future__ import annotations
 
 import math
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import Enum
 from functools import cache
 from numbers import Real
 
-from attnsvm.config.checks import coerce_enums, plain_name, require
+from attnsvm.config.checks import coerce_enums, plain_name, require, type_hints
 
 _COUNTS = {2: "two", 3: "three", 4: "four"}
 
@@ -203,7 +202,7 @@ class Rule:
 def declared(cls: type) -> dict[str, Constraint]:
     """key -> its constraint: ``cls.CONSTRAINTS``, and ``Options`` of each enum-typed key (read
     once per class: each sweep point's configs are checked with it)."""
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     out: dict[str, Constraint] = {}
     for f in fields(cls):
         kind = hints.get(f.name)
