@@ -60,8 +60,8 @@ def test_a_seed_alone_gives_its_row_in_a_batch():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("causal", [False, True])  # sequential attention: masked problems
-def test_svm_sets_solved_in_one_call_have_each_sets_bits(threads, causal):
+@pytest.mark.parametrize("masked", [False, True])  # sequential attention: masked problems
+def test_svm_sets_solved_in_one_call_have_each_sets_bits(threads, masked):
     """gd solves its SVMs at opt and at the selected tokens as one set of problems
     (solve_svm_sets): each answer has the bits of its own set's call."""
     import numpy as np
@@ -69,9 +69,10 @@ def test_svm_sets_solved_in_one_call_have_each_sets_bits(threads, causal):
     from attnsvm.data.generators import make_instances
     from attnsvm.experiments.gd.svms import solve_svm_sets, solve_svms
 
-    dataset = DatasetConfig(n=5, T=6, d=8, attention="self" if causal else "cross", causal=causal)
+    dataset = DatasetConfig(n=5, T=6, d=8, attention="sequential" if masked else "cross")
     cfg = RunConfig(dataset=dataset, seeds=24, threads=threads)
     inst = make_instances(cfg.dataset, list(range(24)))
+    assert (inst.mask is not None) == masked
     opt = inst.opt.numpy()
     other = {r: np.roll(opt[r], 1) for r in range(0, 24, 3)}  # other tokens for some seeds
     together = solve_svm_sets(cfg, inst, [dict(enumerate(opt)), other])
@@ -80,5 +81,7 @@ def test_svm_sets_solved_in_one_call_have_each_sets_bits(threads, causal):
         assert list(got) == list(want)
         for r in want:
             for name, sol in want[r].items():
-                assert got[r][name].status == sol.status, (r, name)
-                assert np.array_equal(got[r][name].W, sol.W) or sol.W is None, (r, name)
+                mine = got[r][name]
+                assert (mine.status, mine.rank) == (sol.status, sol.rank), (r, name)
+                assert np.array_equal(mine.W, sol.W), (r, name)  # None for both, or the bits
+                assert np.array_equal(mine.margins, sol.margins), (r, name)  # unmasked with alpha

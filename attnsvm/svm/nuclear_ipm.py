@@ -87,7 +87,8 @@ def _residuals(con: Constraints, C, X, Z, x, z, y):
 
 def _step(con: Constraints, res, X, Z, x, z, y, refine):
     """One Mehrotra predictor-corrector step (HKM direction) for every instance given, ``res``
-    their residuals (``_residuals``: the caller's, whose rows are these bits whatever the batch)."""
+    their residuals (``_residuals``: the caller's; on the CPU a row's bits do not depend on the
+    batch, so they are the residuals of these instances alone)."""
     nb, m = x.shape
     nu = X.shape[-1] + m  # barrier parameter of PSD(N) x R^m_+
     Rp, Rd, rd = res

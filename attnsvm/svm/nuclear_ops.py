@@ -96,7 +96,7 @@ def _cols(S: torch.Tensor, con: Constraints) -> torch.Tensor:
 def schur(con: Constraints, X, Zi, x, z):
     """M_jk = <A_j, X A_k Z^{-1}> + diag(x/z), A_j = (u_j v_j^T + v_j u_j^T)/2: its lower
     triangle, which is all the Cholesky factorisation reads (above it ``_schur_blocked``'s C
-    route writes zeros, the torch routes M's other entries)."""
+    route writes zeros; the torch routes also fill M's other entries)."""
     a, p = con.A, con.A.shape[-1]
     X11, X12, X22 = _blocks(X, p)
     Z11, Z12, Z22 = _blocks(Zi, p)
@@ -135,7 +135,7 @@ def _schur_blocked(ux_u, uz_u, vx_v, vz_v, ux_v, uz_v, k: int) -> torch.Tensor:
     lib = library() if ux_v.device.type == "cpu" and ux_v.dtype == torch.float64 else None
     if lib is not None:
         args = [t.contiguous() for t in (ux_v, uz_v, ux_t, uz_t, uz_u, ux_u, vx_v, vz_v)]
-        M = torch.empty(nb, m, m, dtype=torch.float64)
+        M = torch.empty(nb, m, m, dtype=torch.float64, device=ux_v.device)
         lib.attnsvm_schur_lower(nb, n, k, *(t.data_ptr() for t in (*args, M)))
         return M
     # into buffers of the blocks' shape: left to allocate its output, mul took 2.8 ms against

@@ -267,7 +267,7 @@ ISA_TARGET int attnsvm_train_group(
 
 int attnsvm_lanes(void) { return LANES; }
 
-/* Bumped with every change of an exported function's arguments (attnsvm/train/fused.py: ABI). */
+/* Bumped with every change of the exported functions (attnsvm/train/kernel.py: ABI). */
 int attnsvm_abi(void) { return 4; }
 
 /* out[s] = a[s] @ b[s] for contiguous a (B, r, k), b (B, k, c), out (B, r, c): every entry is
@@ -326,7 +326,7 @@ ISA_TARGET void attnsvm_schur_lower(
                     for (int64_t s2 = 0; s2 < len; s2++)
                         out[s2] = ((xt_[s2] * zv_r + xv_r * zt_[s2]) + zu_[s2] * px) + xu_[s2] * pz;
                 }
-                memset(Mb + r * m + r + 1, 0, (size_t)(m - r - 1) * sizeof(double));
+                if (r + 1 < m) memset(Mb + r * m + r + 1, 0, (size_t)(m - r - 1) * sizeof(double));
             }
         }
     }

@@ -65,8 +65,8 @@ def solve_svm_sets(
     """``solve_svms`` of several sets of tokens (e.g. at opt and at the selected tokens) as one
     set of problems: a batched solver pays per call (the interior point's iterations), so one
     call on all of them, split into ``cfg.threads`` shares, beats one call per set per worker.
-    An instance's answer never depends on its batch mates: the bits are those of one call per
-    set."""
+    On the CPU an instance's answer never depends on its batch mates: the bits are those of one
+    call per set (on a GPU, with no batch invariance promised, the last bits may differ)."""
     X, Z = inst.K.cpu().double().numpy(), inst.Z.cpu().double().numpy()  # keys: x~ for p
     items = [(r, alphas[r]) for alphas in sets for r in alphas]
     masks = {r: seed_mask(inst, r) for r, _ in items}
