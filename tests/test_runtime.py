@@ -52,34 +52,43 @@ def test_every_experiment_runs_within_the_threads_limit(monkeypatch, experiment)
 
 
 FAULTS_OF_REUSE = """
-import resource
+import resource, statistics, sys
 from attnsvm.composition import DatasetConfig
 from attnsvm.config import SolverConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.runtime import limit_threads
 from attnsvm.svm import norms
+import torch
+torch.set_num_threads(1)
 inst = make_instances(DatasetConfig(n=40, T=12, d=24), [0])  # 440 constraints: 1.5 MB Schur
 problem = (inst.X[0].double().numpy(), inst.Z[0].double().numpy(), inst.opt[0].numpy())
 def faults():
     f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     norms.solve_all(norms.make_norms(SolverConfig()), [problem], SolverConfig())
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
-faults()
-before = faults()
-with limit_threads(1):  # as a job runs
-    faults()
-    print(before, faults())
+def median_after_first(calls=6):  # the first solve touches its code and buffers first
+    return statistics.median([faults() for _ in range(calls)][1:])
+if sys.argv[1] == "job":
+    with limit_threads(1):  # as a job runs
+        print(median_after_first())
+else:
+    print(median_after_first())
 """
+
+
+def _median_faults(mode: str) -> float:
+    res = subprocess.run(
+        [sys.executable, "-c", FAULTS_OF_REUSE, mode], capture_output=True, text=True, check=True
+    )
+    return float(res.stdout)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_a_job_reuses_freed_megabytes_instead_of_faulting_in_new_pages():
-    """The nuclear SVM's interior point at m = 440, under glibc's defaults and as a job runs it
-    (limit_threads sets runtime.keep_freed_memory): its freed MB blocks reused, not new pages."""
-    res = subprocess.run(
-        [sys.executable, "-c", FAULTS_OF_REUSE], capture_output=True, text=True, check=True
-    )
-    before, after = map(int, res.stdout.split())
-    assert before > 5000, before  # 27 000 seen: every Newton step's temporaries new pages
-    # 1 seen here, 1138 in a CI run (faults of other origins: code pages, first-touch buffers)
-    assert after < before / 10, (before, after)
+    """The nuclear SVM's interior point at m = 440, in a fresh process under glibc's defaults and
+    in one that runs it as a job does (limit_threads sets runtime.keep_freed_memory): its freed
+    MB blocks reused, not new pages. The median of five solves after the first: a solve now and
+    then grows the heap (1 000-3 000 faults seen) and a default process's threshold adapts, late."""
+    before, after = _median_faults("defaults"), _median_faults("job")
+    assert before > 2000, before  # 8 700-27 000 seen: each Newton step's temporaries new pages
+    assert after < before / 10, (before, after)  # 1-10 seen
