@@ -56,6 +56,20 @@ def _discard_output_dir(out: Path) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
+def _discard_empty_parents(out: Path) -> None:
+    """A refused single run leaves no empty ``outputs/runs/<date>/`` behind either: Hydra made
+    the dated directories for it. Only directories below the working directory, only empty
+    ones (a day's other runs, or ``outputs/README.md``, keep theirs)."""
+    cwd = Path.cwd().resolve()
+    for parent in out.resolve().parents:
+        if parent == cwd or cwd not in parent.parents:
+            return
+        try:
+            parent.rmdir()  # fails on a non-empty directory: then its parents are not empty
+        except OSError:
+            return
+
+
 def claim_job_dir(out: Path, chash: str) -> Path:
     """The directory job ``chash`` writes to: ``out``, unless ``out`` holds another config's
     job (the sweep was re-run with other values, so job numbers moved); then ``<out>-<hash>``,
@@ -108,6 +122,8 @@ def execute(
         preflight(run)  # what the data set draws (your generator's return), before job.json
     except ConfigError as exc:
         _discard_output_dir(out)
+        if not multirun:
+            _discard_empty_parents(out)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     done = find_finished(chash, out, sweep_dir)
     if done is not None:

@@ -266,6 +266,24 @@ def test_cli_bad_input_is_one_line_and_leaves_no_output_dir(tmp_path, overrides,
 
 
 @pytest.mark.slow
+def test_a_refused_run_leaves_no_empty_dated_directories(tmp_path):
+    """Hydra's default run dir outputs/runs/<date>/<time>: the job dir and the dated dirs made
+    for it go; a directory that holds something else (a day's other run) stays."""
+    cmd = [sys.executable, "-m", "attnsvm.run", *SMALL, "dataset.d=-1"]
+
+    def refused() -> list[str]:
+        res = subprocess.run(cmd, cwd=tmp_path, env=cli_env(), capture_output=True, text=True)
+        assert res.returncode != 0 and "dataset.d=-1 is invalid" in res.stdout + res.stderr
+        return sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+
+    assert refused() == []
+    (tmp_path / "outputs" / "runs" / "2000-01-01" / "00-00-00").mkdir(parents=True)
+    left = refused()
+    assert left == ["outputs", "outputs/runs", "outputs/runs/2000-01-01",
+                    "outputs/runs/2000-01-01/00-00-00"]  # fmt: skip
+
+
+@pytest.mark.slow
 def test_cli_unwritable_output_dir_is_one_line(tmp_path):
     (tmp_path / "a_file").write_text("")
     res = run_cli(*SMALL, f"hydra.run.dir={tmp_path}/a_file/run", timeout=120)
