@@ -50,10 +50,13 @@ log = logging.getLogger("attnsvm")
 register_configs()
 
 
-def _discard_output_dir(out: Path) -> None:
-    """A config that fails validation leaves no half-written job directory behind."""
+def _discard_output_dir(out: Path, parents: bool = False) -> None:
+    """A config that fails validation leaves no half-written job directory behind (with
+    ``parents``, no empty directory that held only it either)."""
     if out.exists() and not any((out / f).exists() for f in (JOB, RUNS, TRAJECTORY)):
         shutil.rmtree(out, ignore_errors=True)
+        if parents:
+            _discard_empty_parents(out)
 
 
 def _discard_empty_parents(out: Path) -> None:
@@ -121,9 +124,7 @@ def execute(
             run, chash = planned
         preflight(run)  # what the data set draws (your generator's return), before job.json
     except ConfigError as exc:
-        _discard_output_dir(out)
-        if not multirun:
-            _discard_empty_parents(out)
+        _discard_output_dir(out, parents=not multirun)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     done = find_finished(chash, out, sweep_dir)
     if done is not None:
