@@ -45,11 +45,11 @@ from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Trajectory, train
 
 
-def analyse_seed(cfg: RunBase, inst: Instances, traj: Trajectory, r: int, svms=None):
-    """SVMs at alpha = opt and alpha = GD-selected tokens, and every metric of seed ``r``.
+def analyse_seed(cfg: RunBase, inst: Instances, traj: Trajectory, r: int, svms: tuple):
+    """Every metric of seed ``r`` against its SVMs at alpha = opt and alpha = GD-selected tokens.
 
-    ``svms`` = (SVMs at opt, SVMs at the selected tokens or None), solved in advance
-    (``solve_svms``); None: solved here."""
+    ``svms`` = (SVMs at opt, SVMs at the selected tokens or None where they are opt), solved
+    for the whole batch in one call beforehand (``solve_svm_sets``)."""
     mcfg = cfg.metrics
     opt = inst.opt[r].cpu().numpy()
     Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
@@ -57,11 +57,6 @@ def analyse_seed(cfg: RunBase, inst: Instances, traj: Trajectory, r: int, svms=N
     why = divergence(traj.steps, loss=traj.loss[:, r], grad_norm=traj.grad_norm[:, r], W=Ws, v=v)
     sel = traj.selected[-1, r].cpu().numpy()
     same = bool(np.array_equal(sel, opt))
-    if svms is None:
-        svms = (
-            solve_svms(cfg, inst, {r: opt})[r],
-            None if same else solve_svms(cfg, inst, {r: sel})[r],
-        )
     at_opt = svms[0]
     if why is not None:  # no metric of W: they would be NaN or crash (an SVD of inf)
         cols = opt_svm_columns(cfg, at_opt)
