@@ -3,9 +3,11 @@ sweep's process so that its worker starts the next job at once.
 
 Writing a job's tables (pandas to parquet for a runs table of ~125 columns) and printing its
 summary cost tens of milliseconds of Python per job, as much as a small job computes. A local
-sweep's worker hands the ``Computed`` job back instead (a ~20 kB pickle) and the sweep's own
-process, idle while its workers compute, writes it: the worker's next job starts while the
-last one's files are written. What is written is the same, in the same order (tables, then
+sweep with a core to spare (fewer workers than cores) has its worker hand the ``Computed`` job
+back instead (a ~20 kB pickle) and the sweep's own process, idle while its workers compute,
+writes it: the worker's next job starts while the last one's files are written. With a worker
+on every core there is no idle core, and one process writing every job's files would bound
+the sweep's throughput: each worker writes its own. What is written is the same, in the same order (tables, then
 job.json ``finished``, then the sweep's index), so a kill at any instant leaves what a kill of
 the worker would: a job that is not ``finished`` is computed again on resume.
 

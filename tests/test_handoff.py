@@ -44,6 +44,28 @@ def test_a_handed_off_job_is_written_as_its_own_process_writes_it(tmp_path, caps
     assert (handed / JOB).exists()
 
 
+def test_a_worker_on_every_core_writes_its_own_job(tmp_path, monkeypatch, capsys):
+    """No core left for the sweep's process (as many workers as cores): run_planned writes the
+    job and its summary in the worker and returns its status; the sweep's index has it."""
+    from hydra_plugins.attnsvm_local import sweep as local
+    from hydra_plugins.attnsvm_local.sweep import hands_off, run_planned
+
+    monkeypatch.setattr(local, "configure_log", lambda *a: None)  # this process's logging kept
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert [hands_off(w) for w in (1, 3, 4, 8)] == [True, True, False, False]
+    run = attnsvm.compose(SMALL)
+    chash, out, sweep = config_hash(run), tmp_path / "job", tmp_path / "sweep"
+    out.mkdir()
+    assert run_planned(str(out), str(sweep), run, chash, None, False, hand_off=False) == "finished"
+    assert f"results: {out}" in capsys.readouterr().out
+    assert read_job(out)["status"] == "finished" and (out / RUNS).exists()
+    ran = execute(None, tmp_path / "again", True, sweep, planned=(run, chash), hand_off=True)
+    assert ran == "skipped"
+    (tmp_path / "h").mkdir()
+    handed = run_planned(str(tmp_path / "h"), str(tmp_path / "s2"), run, chash, None, False)
+    assert isinstance(handed, Computed)
+
+
 SCRIPT = textwrap.dedent(
     """
     import time

@@ -9,8 +9,11 @@ config converted, resolved and hashed once; the sweep's finished index read once
 runs is composed in full just before it is needed, while the workers compute the jobs before
 it: its directory and ``.hydra/`` files are written here, as Hydra's ``run_job`` writes them,
 and the worker gets the planned RunConfig and hash (``run_planned``): it sets up the job's log
-and runs it, nothing composed or resolved again; it hands the computed job back and this
-process writes its files while the worker computes the next (attnsvm/handoff.py). A sweep
+and runs it, nothing composed or resolved again. While a core is left over for this process
+(fewer workers than cores), the worker hands the computed job back and this process writes its
+files while the worker computes the next (attnsvm/handoff.py); with a worker on every core the
+workers write their own, so that this process's share of each job stays the few milliseconds
+of its dispatch and the sweep's throughput grows with the workers. A sweep
 with its own Hydra callbacks, ``hydra.job.chdir`` or ``hydra.job.env_set`` runs each job
 through Hydra's ``run_job`` instead (``execute_job``), with the config composed here.
 """
@@ -68,6 +71,12 @@ def n_workers(n_jobs: int, jobs: int) -> int:
     return max(1, min(n, jobs))
 
 
+def hands_off(workers: int) -> bool:
+    """Whether ``workers`` workers hand computed jobs to this process to write (module doc):
+    only while a core is left over for it."""
+    return workers < (os.cpu_count() or 1)
+
+
 def execute_job(sweep_config, hydra_context, task_function, singleton_state):
     """In a worker: one job composed by the sweep (``sweep_config``), run as hydra-joblib-
     launcher runs it; returns run.execute's status. An exception that attnsvm's own recording
@@ -87,10 +96,13 @@ def execute_job(sweep_config, hydra_context, task_function, singleton_state):
     return ret.return_value  # a status; not ret: its configs may name this plug-in's classes
 
 
-def run_planned(out: str, sweep_dir: str, run, chash: str, job_logging, verbose):
+def run_planned(
+    out: str, sweep_dir: str, run, chash: str, job_logging, verbose, hand_off: bool = True
+):
     """In a worker: one planned job (module doc): its log set up as Hydra's ``run_job`` sets it
-    (``run.log`` in its directory), then run.execute with the planned run and hash; a
-    computed job comes back as a ``Computed`` for the sweep's process to write."""
+    (``run.log`` in its directory), then run.execute with the planned run and hash; with
+    ``hand_off`` a computed job comes back as a ``Computed`` for the sweep's process to write,
+    else the worker writes it and its summary and returns its status."""
     from attnsvm.run import execute
 
     if job_logging is not None and job_logging.get("root") is not None and not verbose:
@@ -98,7 +110,7 @@ def run_planned(out: str, sweep_dir: str, run, chash: str, job_logging, verbose)
     else:
         configure_log(None if job_logging is None else OmegaConf.create(job_logging), verbose)
     try:
-        return execute(None, Path(out), True, Path(sweep_dir), (run, chash), hand_off=True)
+        return execute(None, Path(out), True, Path(sweep_dir), (run, chash), hand_off=hand_off)
     finally:
         _flush_loggers()
         sys.stdout.flush()  # the job's summary before the sweep's last line, whatever comes
@@ -153,6 +165,7 @@ class LocalSweep:
         self.job_overrides, self.first = job_overrides, initial_job_idx
         self.jobs: dict[int, Job] = {}
         self.pool: WorkerPool | None = None
+        self.hand_off = True  # computed jobs written here (module doc); set by run()
         self.composer = composer_for(launcher.hydra_context.config_loader, launcher.config)
 
     def plan(self) -> None:
@@ -197,9 +210,12 @@ class LocalSweep:
         if todo:
             for num in todo:
                 log.info("\t#%d : %s", num, job_label(self.jobs[num].overrides))
-            self.pool = WorkerPool(n_workers(self.launcher.n_jobs, len(todo)), warm=WARM)
+            workers = n_workers(self.launcher.n_jobs, len(todo))
+            self.hand_off = hands_off(workers)
+            self.pool = WorkerPool(workers, warm=WARM)
             self.pool.start(len(todo))
-            import_writers()  # while the workers start (they import torch: longer)
+            if self.hand_off:
+                import_writers()  # while the workers start (they import torch: longer)
             self.pool.run(todo, done=self._done, prepare=self._prepare)
             HydraConfig.instance().set_config(self.launcher.config)
         record_statuses(j.status for j in self.jobs.values())
@@ -237,7 +253,8 @@ class LocalSweep:
             OmegaConf.to_container(hc.verbose) if OmegaConf.is_config(hc.verbose) else hc.verbose
         )
         run, chash = job.planned.run, job.planned.config_hash
-        return run_planned, (str(out), str(self.sweep_dir), run, chash, logs, verbose)
+        args = (str(out), str(self.sweep_dir), run, chash, logs, verbose, self.hand_off)
+        return run_planned, args
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
         job = self.jobs[num]
