@@ -113,3 +113,24 @@ def test_the_machine_ceiling_beside_the_threads_row_is_a_throughput_ratio():
     got = parallel_ceiling(2)
     assert set(got) == {"python", "blas"}
     assert all(0 < v <= 2.5 for v in got.values()), got
+
+
+def test_the_sweep_overhead_table_reads_old_and_new_records():
+    """A record made before the sweep's own CPU was logged prints a dash there; a new one its
+    seconds, and the all-cores floor from the run's own numbers."""
+    from attnsvm.bench.sweep_overhead import OWN_CPU, all_cores_floor, emit_table
+    from hydra_plugins.attnsvm_local.sweep import OWN_CPU as LOGGED
+
+    old = json.loads((REPO / "docs" / "benchmarks.json").read_text())["sweep_overhead"]
+    new = json.loads(json.dumps(old))
+    one, every = new["one"], new["all"]
+    one.update(wall=10.0, first_job_s=4.0, own_cpu_s=6.0)
+    every.update(job_seconds=8.0, own_cpu_s=3.25)
+    assert all_cores_floor(new) == (4.0 + 8.0 / new["cores"]) / 10.0
+    lines = {}
+    for name, record in (("old", old), ("new", new)):
+        lines[name] = []
+        emit_table(lambda *a, out=lines[name]: out.append(" ".join(map(str, a))), record)
+    assert any(line.endswith("| – |") for line in lines["old"])
+    assert any(line.endswith("| 3.2 s |") for line in lines["new"])
+    assert OWN_CPU.search(LOGGED % (3.25, "each worker"))[1] == "3.25"  # the bench reads the log

@@ -38,6 +38,7 @@ GRID = [
     "optimizer.steps=200",
 ]
 PLANNED = re.compile(r"planned (\d+) jobs in ([\d.]+) ms")
+OWN_CPU = re.compile(r"the sweep's process: ([\d.]+) s of CPU")
 
 
 def _sweep(sweep_dir: Path, n_jobs: int) -> dict:
@@ -50,6 +51,7 @@ def _sweep(sweep_dir: Path, n_jobs: int) -> dict:
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {res.returncode}:\n{res.stderr[-2000:]}")
     match = PLANNED.search(res.stdout + res.stderr)
+    own = OWN_CPU.search(res.stdout + res.stderr)
     jobs = [json.loads(p.read_text()) for p in sweep_dir.rglob("job.json")]
     spans = sorted((j["started"], j["started"] + j["seconds"]) for j in jobs if j.get("seconds"))
     ran = [s for s in spans if s[0] >= t0]
@@ -61,6 +63,7 @@ def _sweep(sweep_dir: Path, n_jobs: int) -> dict:
         "planning_ms_per_job": float(match[2]) / int(match[1]) if match else float("nan"),
         "dispatch_ms_per_job": _dispatch(ran) * 1e3,
         "first_job_s": ran[0][0] - t0 if ran else float("nan"),
+        "own_cpu_s": float(own[1]) if own else float("nan"),
     }
 
 
@@ -124,15 +127,17 @@ def emit_table(emit, r: dict) -> None:
     emit("## Sweep overhead (local launcher, 40 jobs: " + r["grid"] + ")")
     emit()
     emit("| workers | wall | sum of job seconds | wall / job s | first job at | planning / job "
-         "| dispatch / job |")  # fmt: skip
-    emit("|---|---|---|---|---|---|---|")
+         "| dispatch / job | the sweep's process, CPU |")  # fmt: skip
+    emit("|---|---|---|---|---|---|---|---|")
     for row in (r["one"], r["all"]):
         emit(
             f"| {row['workers']} | {row['wall']:.1f} s | {row['job_seconds']:.1f} s "
             f"| {row['wall'] / row['job_seconds']:.2f}× | {row['first_job_s']:.1f} s "
-            f"| {row['planning_ms_per_job']:.1f} ms | {row['dispatch_ms_per_job']:.1f} ms |"
+            f"| {row['planning_ms_per_job']:.1f} ms | {row['dispatch_ms_per_job']:.1f} ms "
+            f"| {_seconds(row.get('own_cpu_s'))} |"
         )
     emit()
+    emit_floor(emit, r)
     emit(
         f"Start-up (a finished rerun's wall, {r['rerun_wall']:.1f} s, less its planning): "
         f"{r['startup_s']:.1f} s. Goal for 1 worker: wall <= 1.3 × job seconds + start-up = "
@@ -148,6 +153,30 @@ def emit_table(emit, r: dict) -> None:
             "included, which the rerun above never does): 1.3 × job seconds + that = "
             f"{r['goal_one_wall_job_startup']:.1f} s."
         )
+    emit()
+
+
+def _seconds(s: float | None) -> str:
+    return "–" if s is None or s != s else f"{s:.1f} s"  # recorded before it was measured: –
+
+
+def all_cores_floor(r: dict) -> float:
+    """The least all-cores wall over the 1-worker wall that this machine allowed in this run:
+    every worker ready when the 1-worker run's first job began, no dispatch, perfect packing,
+    the jobs as long as they took side by side (their sum over the cores)."""
+    one, every = r["one"], r["all"]
+    return (one["first_job_s"] + every["job_seconds"] / r["cores"]) / one["wall"]
+
+
+def emit_floor(emit, r: dict) -> None:
+    """Why the all-cores goal may be out of reach: the floor, the jobs' slowdown side by side."""
+    slower = r["all"]["job_seconds"] / r["one"]["job_seconds"]
+    emit(
+        f"Side by side the jobs took {slower:.2f}× their 1-worker seconds; with every worker "
+        "ready at the 1-worker run's first job, no dispatch and perfect packing, all cores "
+        f"would take {all_cores_floor(r):.2f}× the 1-worker wall (the floor this machine "
+        "allowed in this run)."
+    )
     emit()
 
 

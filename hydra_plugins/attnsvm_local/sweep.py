@@ -59,6 +59,7 @@ from hydra_plugins.attnsvm_local.compose import composer_for, hydra_files
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
 PLANNED = "planned %d jobs in %.1f ms (%.2f ms per job)"  # attnsvm.bench reads it
+OWN_CPU = "the sweep's process: %.2f s of CPU (jobs' files written by %s)"  # and this
 # what jobs import (torch, pandas; the SVM stage's NNLS from scipy.optimize, on first use; the
 # job's entry point run_planned imports): a worker imports them as it starts, not in its first job
 WARM = ("attnsvm.job", "scipy.optimize", "attnsvm.run")
@@ -218,6 +219,8 @@ class LocalSweep:
                 import_writers()  # while the workers start (they import torch: longer)
             self.pool.run(todo, done=self._done, prepare=self._prepare)
             HydraConfig.instance().set_config(self.launcher.config)
+            writer = "this process" if self.hand_off else "each worker"
+            log.info(OWN_CPU, time.process_time(), writer)
         record_statuses(j.status for j in self.jobs.values())
 
     def _composed(self, job: Job) -> DictConfig:
