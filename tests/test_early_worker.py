@@ -60,8 +60,9 @@ def test_the_least_jobs_a_command_line_sweeps(argv, jobs):
         (["-m", "dataset.d=2,3,4", "hydra.launcher.n_jobs=4"], 8, 3),  # no more than jobs
         (["-m", "dataset.d=2"], 8, 1),
         (["-m", "dataset.d=2,3", "hydra.launcher.n_jobs=1"], 8, 1),
-        (["-m", "dataset.d=2,3,4,5,6", "hydra.launcher.n_jobs=8"], 4, 3),  # a core left free
-        (["-m", "dataset.d=2,3,4,5,6", "hydra.launcher.n_jobs=8"], 2, 1),
+        (["-m", "dataset.d=2,3,4,5,6", "hydra.launcher.n_jobs=8"], 4, 4),  # one per core
+        (["-m", "dataset.d=2,3,4,5,6", "hydra.launcher.n_jobs=8"], 2, 2),
+        (["-m", "dataset.d=2,3,4,5,6", "hydra.launcher.n_jobs=1"], 2, 1),
         (["-m", "dataset.d=2,3"], 1, 0),  # one core: the sweep's own start comes first
         (["-m", "dataset.d=2,3", "hydra.launcher.n_jobs=x"], 4, 0),  # Hydra's error to give
     ],

@@ -75,7 +75,7 @@ def walls_sentence(results_dir: str | Path = RESULTS, untimed: bool = False) -> 
         "and measured beside it by `python -m attnsvm.bench` (its sweep-overhead row): the "
         "command's start-up (Python and Hydra: the sweep's own process never imports torch), "
         "planning (milliseconds per job), the workers' start (torch's import, once per worker; "
-        "on all cores but one, beside the command's start-up) and the writing of each job's files "
+        "up to one per core, beside the command's start-up) and the writing of each job's files "
         "(the sweep's process, while its workers compute, where a core is left for it; else each "
         "worker): the speed table's sweep-overhead "
         "row below has their last measured values. "
