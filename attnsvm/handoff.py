@@ -7,9 +7,10 @@ sweep with a core to spare (fewer workers than cores) has its worker hand the ``
 back instead (a ~20 kB pickle) and the sweep's own process, idle while its workers compute,
 writes it: the worker's next job starts while the last one's files are written. With a worker
 on every core there is no idle core, and one process writing every job's files would bound
-the sweep's throughput: each worker writes its own. What is written is the same, in the same order (tables, then
-job.json ``finished``, then the sweep's index), so a kill at any instant leaves what a kill of
-the worker would: a job that is not ``finished`` is computed again on resume.
+the sweep's throughput: each worker writes its own. What is written is the same, in the same
+order (tables, then job.json ``finished``, then the sweep's index), so a kill at any instant
+leaves what a kill of the worker would: a job that is not ``finished`` is computed again on
+resume.
 
     done = execute(..., hand_off=True)    # in the worker: a Computed, nothing written yet
     status = deliver(done)                # in the sweep's process: "finished"

@@ -12,6 +12,7 @@ is skipped; a missing, killed or failed one is recomputed. docs/scaling.md has t
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 import traceback
@@ -34,8 +35,6 @@ from attnsvm.interrupt import JobInterrupted, exit_now, interruptible
 from attnsvm.progress import Progress
 from attnsvm.results.store import (
     JOB,
-    RUNS,
-    TRAJECTORY,
     config_hash,
     find_broken,
     find_finished,
@@ -52,25 +51,40 @@ register_configs()
 
 def _discard_output_dir(out: Path, parents: bool = False) -> None:
     """A config that fails validation leaves no half-written job directory behind (with
-    ``parents``, no empty directory that held only it either)."""
-    if out.exists() and not any((out / f).exists() for f in (JOB, RUNS, TRAJECTORY)):
+    ``parents``, no empty directory that held only it either). Only a directory that holds
+    nothing but what Hydra writes before the task runs (``.hydra/``, the job's ``.log``), and
+    never the directory the command started in (``hydra.run.dir=.``): a directory of one's
+    own files is never removed."""
+    if not out.is_dir() or os.path.abspath(out) == os.path.abspath(_launch_dir()):
+        return
+    if all(p.name == ".hydra" or (p.suffix == ".log" and p.is_file()) for p in out.iterdir()):
         shutil.rmtree(out, ignore_errors=True)
         if parents:
             _discard_empty_parents(out)
 
 
+def _launch_dir() -> str:
+    """The directory the command started in (Hydra's, where ``hydra.job.chdir`` moved on)."""
+    try:
+        return str(HydraConfig.get().runtime.cwd)
+    except ValueError:  # no Hydra run (attnsvm.run_job, tests): this process's
+        return os.getcwd()
+
+
 def _discard_empty_parents(out: Path) -> None:
     """A refused single run leaves no empty ``outputs/runs/<date>/`` behind either: Hydra made
-    the dated directories for it. Only directories below the working directory, only empty
-    ones (a day's other runs, or ``outputs/README.md``, keep theirs)."""
-    cwd = Path.cwd().resolve()
-    for parent in out.resolve().parents:
-        if parent == cwd or cwd not in parent.parents:
-            return
+    the dated directories for it. Only directories below the one the command started in, only
+    empty ones (a day's other runs, or ``outputs/README.md``, keep theirs; an empty one that
+    was there before goes too). A run started in the same microseconds may find the date's
+    directory gone between Hydra's two ``mkdir``s: it fails to start, and can be run again."""
+    top = os.path.abspath(_launch_dir())
+    parent = os.path.dirname(os.path.abspath(out))
+    while parent.startswith(top + os.sep):
         try:
-            parent.rmdir()  # fails on a non-empty directory: then its parents are not empty
+            os.rmdir(parent)  # fails on a non-empty directory: then its parents are not empty
         except OSError:
             return
+        parent = os.path.dirname(parent)
 
 
 def claim_job_dir(out: Path, chash: str) -> Path:

@@ -173,6 +173,14 @@ def _pickled(prepare, num: int) -> bytes:
     return cloudpickle.dumps(job)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a Slurm allocation, ``taskset``),
+    not the machine's: how many workers a sweep starts and whether a core is left for it."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def died(exitcode: int | None) -> str:
     """'killed by SIGKILL', 'exited with code 1'."""
     if exitcode is not None and exitcode < 0:

@@ -284,6 +284,21 @@ def test_a_refused_run_leaves_no_empty_dated_directories(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("run_dir", [".", "mine"])
+def test_a_refused_run_into_a_directory_of_ones_own_removes_nothing_of_it(tmp_path, run_dir):
+    """hydra.run.dir=. (or any directory that holds files of one's own): only what Hydra wrote
+    may go, never the directory or its files."""
+    (tmp_path / "mine").mkdir()
+    for where in (tmp_path, tmp_path / "mine"):
+        (where / "notes.txt").write_text("mine")
+    cmd = [sys.executable, "-m", "attnsvm.run", *SMALL, "dataset.d=-1", f"hydra.run.dir={run_dir}"]
+    res = subprocess.run(cmd, cwd=tmp_path, env=cli_env(), capture_output=True, text=True)
+    assert res.returncode != 0 and "dataset.d=-1 is invalid" in res.stdout + res.stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.slow
 def test_cli_unwritable_output_dir_is_one_line(tmp_path):
     (tmp_path / "a_file").write_text("")
     res = run_cli(*SMALL, f"hydra.run.dir={tmp_path}/a_file/run", timeout=120)

@@ -51,7 +51,7 @@ def test_a_worker_on_every_core_writes_its_own_job(tmp_path, monkeypatch, capsys
     from hydra_plugins.attnsvm_local.sweep import hands_off, run_planned
 
     monkeypatch.setattr(local, "configure_log", lambda *a: None)  # this process's logging kept
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(local, "usable_cores", lambda: 4)
     assert [hands_off(w) for w in (1, 3, 4, 8)] == [True, True, False, False]
     run = attnsvm.compose(SMALL)
     chash, out, sweep = config_hash(run), tmp_path / "job", tmp_path / "sweep"

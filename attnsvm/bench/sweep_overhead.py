@@ -19,7 +19,6 @@ wall <= 1.3 x job seconds + start-up; planning and dispatch <= 20 ms per job; al
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import statistics
@@ -30,6 +29,7 @@ import time
 from pathlib import Path
 
 from attnsvm.bench.stage import bytecode_env
+from attnsvm.workers import usable_cores
 
 GRID = [
     "dataset.d=" + ",".join(str(d) for d in range(2, 22)),
@@ -98,7 +98,7 @@ def default_job_startup(runs: int = 2) -> float:
 
 def measure(quick: bool = False) -> dict:
     """1 worker, all cores, then the finished rerun (start-up); the goals' left-hand sides."""
-    cores = os.cpu_count() or 1
+    cores = usable_cores()  # as the launcher counts them
     with tempfile.TemporaryDirectory(prefix="attnsvm-sweep-bench-") as tmp:
         one = _sweep(Path(tmp) / "one", 1)
         every = _sweep(Path(tmp) / "all", cores)

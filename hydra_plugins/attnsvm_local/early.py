@@ -2,8 +2,8 @@
 
 A worker takes seconds to start (a fresh interpreter importing torch, pandas and scipy), and
 the sweep's own process takes seconds to compose and plan the sweep before it knows what to
-run. Started by ``attnsvm.run``'s ``cli`` before Hydra, the workers' start runs beside that on
-the other cores, and the pool takes them (attnsvm.workers.start_early). Only where the command
+run. Started by ``attnsvm.run``'s ``cli`` before Hydra, the workers' start runs beside that,
+and the pool takes them (attnsvm.workers.start_early). Only where the command
 is a sweep on this launcher and the machine has a second core; as many as the sweep will
 use, as far as the command line tells before Hydra composes it (``early_workers``). A sweep
 with fewer jobs left to run ends the rest, having cost their cores some seconds.
@@ -11,7 +11,6 @@ with fewer jobs left to run ends the rest, having cost their cores some seconds.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from importlib import resources
@@ -19,7 +18,7 @@ from importlib import resources
 from omegaconf import OmegaConf
 
 from attnsvm.config.schema import CONF_MODULE
-from attnsvm.workers import start_early
+from attnsvm.workers import start_early, usable_cores
 from hydra_plugins.attnsvm_local.sweep import WARM, n_workers
 
 MULTIRUN = ("-m", "--multirun")
@@ -42,10 +41,8 @@ def is_local_sweep(argv: Sequence[str]) -> bool:
 
 
 def cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """The cores this process may run on (``attnsvm.workers.usable_cores``)."""
+    return usable_cores()
 
 
 def early_workers(argv: Sequence[str]) -> int:

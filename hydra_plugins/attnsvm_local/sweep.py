@@ -54,7 +54,7 @@ from attnsvm.results.plan import (
     record_statuses,
 )
 from attnsvm.results.store import finished_index
-from attnsvm.workers import Outcome, WorkerPool
+from attnsvm.workers import Outcome, WorkerPool, usable_cores
 from hydra_plugins.attnsvm_local.compose import composer_for, hydra_files
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
@@ -68,14 +68,14 @@ HYDRA_RESOLVER = "${hydra:"  # an interpolation that needs HydraConfig set to th
 
 def n_workers(n_jobs: int, jobs: int) -> int:
     """Workers for ``jobs`` jobs: ``n_jobs`` (> 0), or the cores + 1 + ``n_jobs`` (< 0)."""
-    n = n_jobs if n_jobs > 0 else (os.cpu_count() or 1) + 1 + n_jobs
+    n = n_jobs if n_jobs > 0 else usable_cores() + 1 + n_jobs
     return max(1, min(n, jobs))
 
 
 def hands_off(workers: int) -> bool:
     """Whether ``workers`` workers hand computed jobs to this process to write (module doc):
     only while a core is left over for it."""
-    return workers < (os.cpu_count() or 1)
+    return workers < usable_cores()
 
 
 def execute_job(sweep_config, hydra_context, task_function, singleton_state):
@@ -167,6 +167,7 @@ class LocalSweep:
         self.jobs: dict[int, Job] = {}
         self.pool: WorkerPool | None = None
         self.hand_off = True  # computed jobs written here (module doc); set by run()
+        self.via_hydra = False  # jobs run through Hydra's run_job: their workers write them
         self.composer = composer_for(launcher.hydra_context.config_loader, launcher.config)
 
     def plan(self) -> None:
@@ -219,7 +220,7 @@ class LocalSweep:
                 import_writers()  # while the workers start (they import torch: longer)
             self.pool.run(todo, done=self._done, prepare=self._prepare)
             HydraConfig.instance().set_config(self.launcher.config)
-            writer = "this process" if self.hand_off else "each worker"
+            writer = "this process" if self.hand_off and not self.via_hydra else "each worker"
             log.info(OWN_CPU, time.process_time(), writer)
         record_statuses(j.status for j in self.jobs.values())
 
@@ -236,6 +237,7 @@ class LocalSweep:
         hc = cfg.hydra
         if hc.callbacks.keys() - {"summary"} or hc.job.chdir or hc.job.env_set:
             state = Singleton.get_state()
+            self.via_hydra = True
             return execute_job, (cfg, launcher.hydra_context, launcher.task_function, state)
         out = Path(str(hc.sweep.dir)) / str(hc.sweep.subdir)
         with read_write(hc.runtime), open_dict(hc.runtime):
