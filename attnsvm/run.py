@@ -55,12 +55,13 @@ def _discard_output_dir(out: Path, parents: bool = False) -> None:
     nothing but what Hydra writes before the task runs (``.hydra/``, the job's ``.log``), and
     never the directory the command started in (``hydra.run.dir=.``): a directory of one's
     own files is never removed."""
-    if not out.is_dir() or os.path.abspath(out) == os.path.abspath(_launch_dir()):
+    top = os.path.abspath(_launch_dir())
+    if not out.is_dir() or os.path.abspath(out) == top:
         return
     if all(p.name == ".hydra" or (p.suffix == ".log" and p.is_file()) for p in out.iterdir()):
         shutil.rmtree(out, ignore_errors=True)
         if parents:
-            _discard_empty_parents(out)
+            _discard_empty_parents(out, top)
 
 
 def _launch_dir() -> str:
@@ -71,13 +72,13 @@ def _launch_dir() -> str:
         return os.getcwd()
 
 
-def _discard_empty_parents(out: Path) -> None:
+def _discard_empty_parents(out: Path, top: str) -> None:
     """A refused single run leaves no empty ``outputs/runs/<date>/`` behind either: Hydra made
     the dated directories for it. Only directories below the one the command started in, only
     empty ones (a day's other runs, or ``outputs/README.md``, keep theirs; an empty one that
     was there before goes too). A run started in the same microseconds may find the date's
-    directory gone between Hydra's two ``mkdir``s: it fails to start, and can be run again."""
-    top = os.path.abspath(_launch_dir())
+    directory gone between Hydra's two ``mkdir``s: it fails to start, and can be run again.
+    ``top``: the launch directory, absolute."""
     parent = os.path.dirname(os.path.abspath(out))
     while parent.startswith(top + os.sep):
         try:

@@ -18,7 +18,8 @@ from importlib import resources
 from omegaconf import OmegaConf
 
 from attnsvm.config.schema import CONF_MODULE
-from attnsvm.workers import start_early, usable_cores
+from attnsvm.workers import start_early
+from attnsvm.workers import usable_cores as cores  # the cores this process may run on
 from hydra_plugins.attnsvm_local.sweep import WARM, n_workers
 
 MULTIRUN = ("-m", "--multirun")
@@ -38,11 +39,6 @@ def is_local_sweep(argv: Sequence[str]) -> bool:
         return False
     launchers = [a.lstrip("+~").partition("=")[2] for a in argv if LAUNCHER in a]
     return all(name in THIS_LAUNCHER for name in launchers)
-
-
-def cores() -> int:
-    """The cores this process may run on (``attnsvm.workers.usable_cores``)."""
-    return usable_cores()
 
 
 def early_workers(argv: Sequence[str]) -> int:
