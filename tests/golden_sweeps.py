@@ -65,6 +65,8 @@ def make_golden_sweep(name: str, sweep: Path) -> list[Path]:
     from attnsvm.results.store import config_hash, plain, write_json
 
     sys.path.insert(0, str(GOLDEN))
+    import make
+
     hydra = {
         "sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
         "sweeper": {
@@ -82,9 +84,10 @@ def make_golden_sweep(name: str, sweep: Path) -> list[Path]:
         (job / ".hydra" / "overrides.yaml").write_text(
             yaml.safe_dump(_grid_point(spec["overrides"]))
         )
-        runs = pd.read_parquet(GOLDEN / f"{case}.runs.parquet")  # the timings make.py drops
+        tables = make.tables()  # this machine kind's set, or any: only their layout matters here
+        runs = pd.read_parquet(tables / f"{case}.runs.parquet")  # the timings make.py drops
         runs.assign(**dict.fromkeys(TIMING, 0.25)).to_parquet(job / "runs.parquet")
-        shutil.copy(GOLDEN / f"{case}.trajectory.parquet", job / "trajectory.parquet")
+        shutil.copy(tables / f"{case}.trajectory.parquet", job / "trajectory.parquet")
         cfg = attnsvm.compose(spec["overrides"])
         assert config_hash(cfg) == spec["hash"], case
         record = {"config_hash": spec["hash"], "config": plain(cfg), "status": "finished"}
