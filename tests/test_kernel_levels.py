@@ -64,6 +64,14 @@ def _run(env_name: str, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+# each experiment's "a seed alone and in a batch" test: icl's failed at the AVX2 and AVX-512
+# levels on an Intel Xeon (MKL's batched products) and passed on an AMD EPYC
+EXPERIMENTS_BATCH_TESTS = [
+    f"tests/test_{name}.py"
+    for name in ("icl", "rankdyn", "benign", "nexttoken", "multitoken", "maxmargin")
+]
+
+
 def test_this_machine_runs_at_least_the_baseline_combination():
     assert "baseline" in _runnable()
 
@@ -74,7 +82,7 @@ def test_determinism_holds_under_every_kernel_level(combination):
     res = _run(
         combination, "-m", "pytest", "-q", "-p", "no:cacheprovider",
         "tests/test_determinism.py", "tests/test_train.py", "tests/test_fused.py",
-        "-k", "batch or alone or threads or build",
+        *EXPERIMENTS_BATCH_TESTS, "-k", "batch or alone or threads or build",
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
     assert " passed" in res.stdout

@@ -57,7 +57,22 @@ def weights(cfg: Config, params: dict) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def forward(pv: torch.Tensor, kq: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
-    """y_hat (R, B) of weights pv, kq (R, L, D, D) on embeddings E (R, B, D, N+1)."""
+    """y_hat (R, B) of weights pv, kq (R, L, D, D) (or (1, L, D, D) for every seed) on
+    embeddings E (R, B, D, N+1), one seed at a time: MKL's AVX2 and AVX-512 batched products
+    give a matrix bits that depend on where it sits in the batch, so with the seeds folded into
+    one batch a seed's numbers depended on how many seeds ran beside it (on an Intel Xeon; on
+    an AMD EPYC they did not). A seed's own products are the same calls whatever the seeds."""
+    one = len(pv) == 1
+    return torch.cat(
+        [
+            _forward(pv if one else pv[r : r + 1], kq if one else kq[r : r + 1], E[r : r + 1])
+            for r in range(len(E))
+        ]
+    )
+
+
+def _forward(pv: torch.Tensor, kq: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
+    """``forward`` of one seed: pv, kq (1, L, D, D), E (1, B, D, N+1)."""
     N, last = E.shape[-1] - 1, pv.shape[1] - 1
     for layer in range(last):
         ctx = E[..., :N]  # (R, B, D, N): keys and values
