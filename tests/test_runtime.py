@@ -90,5 +90,7 @@ def test_a_job_reuses_freed_megabytes_instead_of_faulting_in_new_pages():
     MB blocks reused, not new pages. The median of five solves after the first: a solve now and
     then grows the heap (1 000-3 000 faults seen) and a default process's threshold adapts, late."""
     before, after = _median_faults("defaults"), _median_faults("job")
-    assert before > 2000, before  # 8 700-27 000 seen: each Newton step's temporaries new pages
+    # each Newton step's temporaries new pages: 8 700-27 000 seen on an AMD EPYC, 1 900-2 400
+    # on an Intel Xeon (AVX-512, whose MKL branch allocates less)
+    assert before > 1000, before
     assert after < before / 10, (before, after)  # 1-10 seen
