@@ -91,6 +91,6 @@ def test_a_job_reuses_freed_megabytes_instead_of_faulting_in_new_pages():
     then grows the heap (1 000-3 000 faults seen) and a default process's threshold adapts, late."""
     before, after = _median_faults("defaults"), _median_faults("job")
     # each Newton step's temporaries new pages: 8 700-27 000 seen on an AMD EPYC, 1 900-2 400
-    # on an Intel Xeon (AVX-512, whose MKL branch allocates less)
+    # on an Intel Xeon with AVX-512 (why fewer there was not looked into)
     assert before > 1000, before
     assert after < before / 10, (before, after)  # 1-10 seen
