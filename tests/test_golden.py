@@ -31,6 +31,16 @@ def test_the_fixtures_cover_every_sweep_and_both_engines():
     assert {name.rsplit("_", 1)[1] for name in CASES} == {"torch", "auto"}
 
 
+def test_every_machine_kinds_set_holds_every_case():
+    """A set of tables per machine kind (make.py --this-machine), each complete."""
+    import make
+
+    want = {f"{name}.{table}.parquet" for name in CASES for table in ("runs", "trajectory")}
+    assert make.known_kinds(), "no set of golden tables"
+    for kind in make.known_kinds():
+        assert {p.name for p in make.tables(kind).glob("*.parquet")} == want, kind
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_config_hashes_unchanged(name):
     import attnsvm

@@ -203,7 +203,7 @@ def recompute(out: Path) -> None:
     procs = [
         subprocess.Popen(
             [*cmd, str(i), str(shares)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )  # fmt: skip
+        )
         for i in range(shares)
     ]
     for proc in procs:
@@ -233,8 +233,8 @@ def add_this_machine() -> None:
             # engine=auto where it picks torch: same hash, same numbers, its own engine column
             runs["engine"] = attnsvm.compose(case["overrides"]).engine.value
             runs.to_parquet(own / f"{name}.runs.parquet")
-            shutil.copy(Path(tmp) / f"{first}.trajectory.parquet",
-                        own / f"{name}.trajectory.parquet")  # fmt: skip
+            traj = Path(tmp) / f"{first}.trajectory.parquet"
+            shutil.copy(traj, own / f"{name}.trajectory.parquet")
     print(f"{len(cases)} cases' tables in {own}")
 
 
