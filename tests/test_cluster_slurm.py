@@ -145,7 +145,9 @@ def computing_task(sweep_dir: Path, name: str, timeout: float = 120) -> tuple[st
 
 def sacct_states(name: str, timeout: float = 60) -> dict[str, str]:
     """Each task's final Slurm state. A sweep ends once every task has written its result, and
-    a task's process may still be exiting then: its state is final only once it has left."""
+    a task's process may still be exiting then: its state is final only once it has left. The
+    accounting database hears of a job from slurmctld a moment later: no record yet is no
+    answer either (a CI run read {} right after the cancelled sweep drained)."""
     deadline = time.monotonic() + timeout
     while True:
         res = subprocess.run(
@@ -156,7 +158,7 @@ def sacct_states(name: str, timeout: float = 60) -> dict[str, str]:
             check=True,
         )
         states = dict(line.split("|", 1) for line in res.stdout.splitlines())
-        if not set(states.values()) & {"RUNNING", "COMPLETING", "PENDING"}:
+        if states and not set(states.values()) & {"RUNNING", "COMPLETING", "PENDING"}:
             return states
         if time.monotonic() > deadline:
             return states  # the caller's assertion shows what stayed
