@@ -73,7 +73,8 @@ if sys.argv[1] == "job":
         print(median_after_first())
 else:  # glibc's initial 128 KiB threshold, pinned: set, it no longer adapts
     import ctypes
-    assert ctypes.CDLL(None).mallopt(-3, 128 << 10)  # M_MMAP_THRESHOLD
+    from attnsvm.runtime import M_MMAP_THRESHOLD
+    assert ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, 128 << 10)
     print(median_after_first())
 """
 
