@@ -11,7 +11,8 @@ id does the same elsewhere, then exits hard after a grace period in which the jo
 itself ``interrupted``. A worker that dies mid-job (killed, out of memory) fails that job only:
 the pool starts a new worker for the jobs still to run. concurrent.futures' pool cannot do
 this: a dead worker breaks it and it terminates every other job in flight. A
-sweep's first workers may start with the command, before the sweep is planned (``start_early``).
+sweep's first workers may start with the command, before the sweep is planned (``start_early``),
+the second and later ones forked from the first once it is warm (attnsvm/adopted.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import functools
 import importlib
 import logging
 import multiprocessing as mp
@@ -37,6 +39,7 @@ from typing import Any
 
 import cloudpickle
 
+from attnsvm import adopted
 from attnsvm.interrupt import exit_now
 
 log = logging.getLogger(__name__)
@@ -91,12 +94,14 @@ def _quiet_exit(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
-def _worker_main(conn, parent_pid: int, warm: tuple[str, ...] = (), parents_ends=()) -> None:
+def _worker_main(
+    conn, parent_pid: int, warm: tuple[str, ...] = (), parents_ends=(), siblings=()
+) -> None:
     """One job at a time from ``conn``: (fn, args) in, (value, error, traceback) out; EOF
     ends the worker. ``warm``: modules imported first, while the sweep prepares the job.
     ``parents_ends``: a forked worker's copies of the sweep's ends of its own pipe and of the
     early workers' forked before it, closed so that the sweep's close of each is that worker's
-    EOF."""
+    EOF. ``siblings``: the workers this one forks once warm (attnsvm/adopted.py)."""
     for end in parents_ends:
         end.close()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -105,6 +110,7 @@ def _worker_main(conn, parent_pid: int, warm: tuple[str, ...] = (), parents_ends
     for module in warm:
         with contextlib.suppress(ImportError):  # the job that needs it fails, not the worker
             importlib.import_module(module)
+    adopted.fork_siblings(functools.partial(_worker_main, parent_pid=parent_pid), conn, siblings)
     logging.raiseExceptions = False  # a full disk must not print logging's own tracebacks
     while True:
         try:
@@ -132,15 +138,23 @@ def _send(conn, answer: tuple) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx, warm: tuple[str, ...] = (), siblings: tuple = ()) -> None:
-        """``siblings``: the workers forked before this one, whose pipes a fork inherits."""
-        self.conn, child = ctx.Pipe()
+    def __init__(self, conn, process) -> None:
+        self.conn, self.process = conn, process  # process: multiprocessing's, or Adopted
+
+    @classmethod
+    def start(cls, ctx, warm=(), before: tuple = (), forks: tuple = ()) -> _Worker:
+        """``before``: the workers forked before this one, whose pipes a fork inherits;
+        ``forks``: the siblings this one forks once warm (attnsvm/adopted.py)."""
+        conn, child = ctx.Pipe()
         args = (child, os.getpid(), warm)
         if ctx.get_start_method() == "fork":
-            args += ((self.conn, *(w.conn for w in siblings)),)
-        self.process = ctx.Process(target=_worker_main, args=args, name="attnsvm-worker")
-        self.process.start()
-        child.close()
+            theirs = [end for s in forks for end in s.sweeps_ends()]
+            args += ((conn, *(w.conn for w in before), *theirs), forks)
+        process = ctx.Process(target=_worker_main, args=args, name="attnsvm-worker")
+        process.start()
+        for end in (child, *(end for s in forks for end in s.workers_ends())):
+            end.close()
+        return cls(conn, process)
 
 
 def _early_context():
@@ -196,14 +210,19 @@ def start_early(warm: tuple[str, ...], count: int = 1) -> None:
     (``warm``'s imports: seconds) runs on other cores beside Hydra's start-up, and the first
     ``WorkerPool`` with the same ``warm`` takes them. Not taken (nothing left to run, a failed
     config), they are killed when this process exits; taken by a pool of fewer workers, the
-    rest at once."""
+    rest at once. Where it can (Linux, ``fork``), only the first starts an interpreter's
+    imports: it forks the others once warm (attnsvm/adopted.py)."""
     if not _EARLY:
         atexit.register(_drop_early)
     started = _EARLY.setdefault(warm, [])
+    ctx = _early_context()
     with warnings.catch_warnings():  # Python >= 3.12 counts BLAS's idle pool threads
         warnings.filterwarnings("ignore", ".*multi-threaded.*fork", DeprecationWarning)
         while len(started) < count:
-            started.append(_Worker(_early_context(), warm, tuple(started)))
+            # the rest are forked from this one once it is warm (attnsvm/adopted.py)
+            forks = adopted.siblings(ctx, count - len(started) - 1)
+            started.append(_Worker.start(ctx, warm, tuple(started), forks))
+            started += [_Worker(s.conn, adopted.Adopted(s.birth_r)) for s in forks]
 
 
 def _drop_early() -> None:
@@ -229,11 +248,10 @@ class WorkerPool:
         self.idle: list[_Worker] = []
         self.busy: dict[int, _Worker] = {}  # job -> worker
         self.ended: dict[int, Outcome] = {}  # jobs that ended, their ``done`` not yet called
-        self.pids: list[int] = []  # every worker ever started (tests look for survivors)
         early = _EARLY.pop(warm, [])  # started with the command (start_early)
         _end(early[self.n :])
         self.idle += early[: self.n]
-        self.pids += [w.process.pid for w in early[: self.n]]
+        self.started = list(self.idle)  # every worker it had (tests look for survivors)
 
     def _worker(self) -> _Worker:
         while self.idle:
@@ -243,9 +261,14 @@ class WorkerPool:
         return self._new()
 
     def _new(self) -> _Worker:
-        w = _Worker(self.ctx, self.warm)
-        self.pids.append(w.process.pid)
+        w = _Worker.start(self.ctx, self.warm)
+        self.started.append(w)
         return w
+
+    @property
+    def pids(self) -> list[int]:
+        """Every worker's pid (one forked by another: once it is born)."""
+        return [w.process.pid for w in self.started if w.process.pid is not None]
 
     def start(self, count: int) -> None:
         """``count`` workers started now, before the first job is prepared: their start (spawn,

@@ -44,10 +44,11 @@ def is_local_sweep(argv: Sequence[str]) -> bool:
 def early_workers(argv: Sequence[str]) -> int:
     """The workers the sweep of ``argv`` will start, as far as its command line tells: its
     ``n_jobs`` (the command's, else the launcher config's) over at least ``least_jobs``, up
-    to one per core; none on one core, where the sweep's own start comes first. On 2 cores,
-    forking the second worker early too starts the first job ~0.6 s later but the sweep ends
-    sooner (2 workers, the 40-job grid: a median 10.4 s against 10.8 s over 4 rounds, once
-    each worker writes its own files: docs/benchmarks_sweep.txt)."""
+    to one per core; none on one core, where the sweep's own start comes first. The first
+    imports while the sweep is composed and forks the others once warm (attnsvm/adopted.py):
+    on a 2-core Xeon the 40-job grid's first job then started at 1.6 s on 2 workers, as on 1,
+    where two workers importing side by side started it at 1.8-2.0 s
+    (docs/benchmarks_sweep.txt)."""
     given = [a.partition("=")[2] for a in argv if a.lstrip("+").startswith(N_JOBS)]
     try:
         n_jobs = int(given[-1]) if given else _configured_n_jobs()

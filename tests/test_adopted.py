@@ -1,0 +1,93 @@
+"""A sweep's second worker is forked from its first once that one is warm (attnsvm/adopted.py):
+it does not import again, it is the sweep's child (not the first worker's), the death of either
+fails only its own job, and its own death is reported as the pool reports any worker's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
+
+WARM = textwrap.dedent(
+    """
+    import os
+    with open(os.environ["WARM_LOG"], "a") as fh:   # who imported this module
+        fh.write(f"{os.getpid()}\\n")
+    """
+)
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, os, signal, sys, time
+    from attnsvm import workers
+
+    def where(victim):
+        time.sleep(0.2)                  # both workers get jobs
+        if os.getpid() == victim:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return [os.getpid(), os.getppid(), "warmmod" in sys.modules]
+
+    if __name__ == "__main__":
+        workers.start_early(("warmmod",), 2)
+        first, second = (w.process for w in workers._EARLY[("warmmod",)])
+        victim = {"none": 0, "first": first.pid, "second": second.pid}[sys.argv[1]]
+        pool = workers.WorkerPool(2, warm=("warmmod",))
+        ran = pool.run({k: (where, (victim,)) for k in range(6)})
+        pool.close()
+        print(json.dumps({
+            "me": os.getpid(), "first": first.pid, "second": second.pid,
+            "values": [o.value for o in ran.values() if o.error is None],
+            "errors": [o.error for o in ran.values() if o.error is not None],
+            "imported_by": open(os.environ["WARM_LOG"]).read().split(),
+            "started": pool.pids,
+        }))
+    """
+)
+
+
+def _run(tmp_path, victim: str) -> dict:
+    (tmp_path / "warmmod.py").write_text(WARM)
+    (tmp_path / "adopt.py").write_text(SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    env["WARM_LOG"] = str(tmp_path / "imports")
+    res = subprocess.run(
+        [sys.executable, str(tmp_path / "adopt.py"), victim],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_the_second_worker_is_forked_warm_and_is_the_sweeps_child(tmp_path):
+    out = _run(tmp_path, "none")
+    assert out["imported_by"] == [str(out["first"])], "the second worker imported again"
+    ran_on = {pid: (parent, warm) for pid, parent, warm in out["values"]}
+    assert set(ran_on) == {out["first"], out["second"]}, "a job ran outside the two workers"
+    # each is the script's own child, and the second has what the first imported
+    assert ran_on == {out["first"]: (out["me"], True), out["second"]: (out["me"], True)}
+    assert sorted(out["started"]) == sorted([out["first"], out["second"]])
+    assert not out["errors"]
+
+
+@pytest.mark.parametrize("victim", ["first", "second"])
+def test_either_workers_death_fails_its_own_job_only(tmp_path, victim):
+    out = _run(tmp_path, victim)
+    dead = out[victim]
+    # the job it ran is reported as any dead worker's (the adopted one is reaped here)
+    assert out["errors"] == [f"worker process {dead} killed by SIGKILL"], out["errors"]
+    survivor = out["second" if victim == "first" else "first"]
+    ran_on = [pid for pid, _, _ in out["values"]]
+    assert len(ran_on) == 5 and dead not in ran_on, out
+    # the other worker kept running jobs (a pool's replacement may take some)
+    assert survivor in ran_on, out
