@@ -92,18 +92,25 @@ def fork_adopted(run: Callable[[], None], sibling: Sibling, closing: Sequence) -
     """In the warm worker: ``run()`` in a grandchild the sweep (this process's parent, a child
     subreaper) adopts (module doc). ``closing``: the ends the grandchild must not hold (the
     warm worker's own pipe, the other siblings'), so that each closes where its owner dies.
-    Not forked where the sweep has closed its end already (it needs no such worker)."""
+    Not forked where the sweep has closed its birth pipe already (it needs no such worker)."""
     sweep = os.getppid()
     for stream in (sys.stdout, sys.stderr):  # what is buffered is printed once, not twice
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    if not sibling.child.poll():  # nothing sent yet: readable means the sweep's end is closed
+    if not _reader_gone(sibling.birth_w):
         middle = os.fork()
         if middle == 0:
             _middle(run, sibling, closing, sweep)
         os.waitpid(middle, 0)
     for end in sibling.workers_ends():
         end.close()
+
+
+def _reader_gone(writer) -> bool:
+    """The read end of ``writer``'s pipe is closed (poll reports an error on the write end)."""
+    poller = select.poll()
+    poller.register(writer.fileno(), select.POLLOUT)
+    return any(event & select.POLLERR for _, event in poller.poll(0))
 
 
 def _middle(run, sibling: Sibling, closing: Sequence, sweep: int) -> None:
@@ -139,7 +146,7 @@ def _adopted_main(run, sibling: Sibling, closing: Sequence, sweep: int, middle: 
 class Adopted:
     """The sweep's view of an adopted worker, as ``multiprocessing.Process``'s: ``pid``,
     ``sentinel``, ``is_alive``, ``join``, ``exitcode``, ``kill``. It has a pid once its birth
-    message came; the pool asks ``is_alive`` before its first job, which waits for that."""
+    message came; the pool sends it no job before (``unborn``), and waits for that."""
 
     def __init__(self, birth_r) -> None:
         self._birth = birth_r
@@ -156,6 +163,12 @@ class Adopted:
             self._birth.close()
             self._birth = None
         return self._pid is not None
+
+    @property
+    def unborn(self):
+        """While its birth is still to come, the pipe it comes on (to wait on); else None."""
+        self._born(0)
+        return self._birth
 
     @property
     def pid(self) -> int | None:

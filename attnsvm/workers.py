@@ -5,21 +5,19 @@
     pool.close()
 
 Each worker is a fresh interpreter (``spawn``) running one job at a time. It ends when the
-process that started it ends, however that ends (SIGKILL included): the kernel sends it SIGTERM
-when its parent dies (Linux ``PR_SET_PDEATHSIG``), and a watchdog thread that polls its parent
-id does the same elsewhere, then exits hard after a grace period in which the job records
-itself ``interrupted``. A worker that dies mid-job (killed, out of memory) fails that job only:
-the pool starts a new worker for the jobs still to run. concurrent.futures' pool cannot do
-this: a dead worker breaks it and it terminates every other job in flight. A
-sweep's first workers may start with the command, before the sweep is planned (``start_early``),
-the second and later ones forked from the first once it is warm (attnsvm/adopted.py).
+process that started it ends, however that ends (SIGKILL included: attnsvm/lifeline.py), and
+its job records itself ``interrupted``. A worker that dies mid-job (killed, out of memory)
+fails that job only: the pool starts a new worker for the jobs still to run.
+concurrent.futures' pool cannot do this: a dead worker breaks it and it terminates every other
+job in flight. A sweep's first workers may start with the command, before the sweep is planned
+(``start_early``), the second and later ones forked from the first once it is warm
+(attnsvm/adopted.py).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import functools
 import importlib
 import logging
@@ -41,11 +39,9 @@ import cloudpickle
 
 from attnsvm import adopted
 from attnsvm.interrupt import exit_now
+from attnsvm.lifeline import GRACE_S, watch_parent
 
 log = logging.getLogger(__name__)
-POLL_S = 0.5  # how often a worker's watchdog looks at its parent id
-GRACE_S = 10.0  # after its parent's death (or a SIGTERM from it), a worker's time to record
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -70,25 +66,6 @@ def _unpickled(outcome: Outcome) -> Outcome:
     return outcome
 
 
-def _watch_parent(parent_pid: int) -> None:
-    """End this worker when its parent is gone: SIGTERM to itself (the job records itself
-    ``interrupted``), then a hard exit after ``GRACE_S``."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(POLL_S)
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(GRACE_S)
-        os._exit(128 + signal.SIGTERM)
-
-    threading.Thread(target=watch, name="attnsvm-parent-watchdog", daemon=True).start()
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
 def _quiet_exit(signum, frame) -> None:
     """Between jobs, SIGTERM / SIGINT end a worker without a traceback."""
     raise SystemExit(128 + signum)
@@ -106,7 +83,7 @@ def _worker_main(
         end.close()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _quiet_exit)
-    _watch_parent(parent_pid)
+    watch_parent(parent_pid)
     for module in warm:
         with contextlib.suppress(ImportError):  # the job that needs it fails, not the worker
             importlib.import_module(module)
@@ -231,6 +208,12 @@ def _drop_early() -> None:
         _end(_EARLY.popitem()[1])
 
 
+def _unborn(w: _Worker):
+    """What to wait on for the birth of a worker another forks (attnsvm/adopted.py); None for
+    one that is born or never will be, and for every other worker."""
+    return getattr(w.process, "unborn", None)
+
+
 def _end(workers: list[_Worker]) -> None:
     for w in workers:
         w.conn.close()
@@ -253,12 +236,15 @@ class WorkerPool:
         self.idle += early[: self.n]
         self.started = list(self.idle)  # every worker it had (tests look for survivors)
 
-    def _worker(self) -> _Worker:
-        while self.idle:
-            w = self.idle.pop()
+    def _worker(self) -> _Worker | None:
+        """An idle worker that is alive (dead ones dropped), else a new one; None while the idle
+        ones left are yet to be born (attnsvm/adopted.py): the run waits for their birth."""
+        coming = [w for w in self.idle if _unborn(w) is not None]
+        for w in [w for w in self.idle if w not in coming][::-1]:
+            self.idle.remove(w)
             if w.process.is_alive():
                 return w
-        return self._new()
+        return None if coming else self._new()
 
     def _new(self) -> _Worker:
         w = _Worker.start(self.ctx, self.warm)
@@ -278,9 +264,11 @@ class WorkerPool:
 
     def _dispatch(self, pending: deque, ready: dict, prepare) -> None:
         while pending and len(self.busy) < self.n:
+            w = self._worker()
+            if w is None:
+                return
             num = pending.popleft()
             payload = ready.pop(num) if num in ready else _pickled(prepare, num)
-            w = self._worker()
             self.busy[num] = w  # first: an interrupted sweep interrupts every job it sent
             try:
                 w.conn.send_bytes(payload)
@@ -290,7 +278,9 @@ class WorkerPool:
                 ready[num] = payload
 
     def _waitables(self) -> list:
-        return [x for w in self.busy.values() for x in (w.conn, w.process.sentinel)]
+        """The busy workers' pipes and sentinels, and the births still to come."""
+        busy = [x for w in self.busy.values() for x in (w.conn, w.process.sentinel)]
+        return busy + [birth for w in self.idle if (birth := _unborn(w)) is not None]
 
     def _prepare_ahead(self, pending: deque, ready: dict, prepare) -> None:
         """The next ``n`` jobs' messages, made while the workers compute, one at a time and
@@ -319,11 +309,12 @@ class WorkerPool:
         code = w.process.exitcode
         return Outcome(error=f"worker process {w.process.pid} {died(code)}", exitcode=code)
 
-    def run(self, jobs, done=None, prepare=None) -> dict[int, Outcome]:
+    def run(self, jobs, done=None, prepare=None, idle=None) -> dict[int, Outcome]:
         """Run ``fn(*args)`` for every job: ``jobs`` maps num -> (fn, args), or lists the nums
         whose (fn, args) ``prepare(num)`` makes, just before they are needed (the next ``n``
         while the workers compute, so that a worker that frees up is sent its next job at
-        once). ``done(num, outcome)`` is called as each ends."""
+        once). ``done(num, outcome)`` is called as each ends. ``idle()``: called while the
+        pool waits, as long as it returns True (it did some work and has more)."""
         if prepare is None:
             prepare = dict(jobs).__getitem__
         pending, outcomes, ready = deque(sorted(jobs)), {}, {}
@@ -331,6 +322,8 @@ class WorkerPool:
         while pending or self.busy:
             self._dispatch(pending, ready, prepare)
             self._prepare_ahead(pending, ready, prepare)
+            while idle is not None and not wait(self._waitables(), 0) and idle():
+                pass
             wait(self._waitables())
             for num, w in list(self.busy.items()):
                 outcome = self._collect(w, unpickle=False)
@@ -383,6 +376,8 @@ class WorkerPool:
         workers = self.idle + list(self.busy.values())
         for w in workers:
             w.conn.close()
+            if _unborn(w) is not None:  # not to be born (attnsvm/adopted.py)
+                w.process.kill()
         for w in workers:
             w.process.join(timeout=GRACE_S)
             if w.process.is_alive():

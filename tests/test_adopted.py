@@ -91,3 +91,49 @@ def test_either_workers_death_fails_its_own_job_only(tmp_path, victim):
     assert len(ran_on) == 5 and dead not in ran_on, out
     # the other worker kept running jobs (a pool's replacement may take some)
     assert survivor in ran_on, out
+
+
+IDLE = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from attnsvm import workers
+
+    def where(k):
+        return os.getpid()
+
+    if __name__ == "__main__":
+        workers.start_early(("warmmod",), 2)
+        pool = workers.WorkerPool(2, warm=("warmmod",))
+        start, calls = time.monotonic(), []
+
+        def idle():                       # what the sweep does while its workers start
+            calls.append(round(time.monotonic() - start, 3))
+            return len(calls) < 5
+
+        ran = pool.run({k: (where, (k,)) for k in range(4)}, idle=idle)
+        pool.close()
+        print(json.dumps({"calls": calls, "ran": sorted({o.value for o in ran.values()}),
+                          "errors": [o.error for o in ran.values() if o.error]}))
+    """
+)
+
+
+def test_the_pool_works_while_the_second_worker_is_not_born_yet(tmp_path):
+    """The first worker takes 1 s to import; the pool sends it its job and, instead of waiting
+    for the second worker's birth, calls ``idle`` at once (the sweep makes jobs ahead there)."""
+    (tmp_path / "warmmod.py").write_text("import time\ntime.sleep(1.0)\n")
+    (tmp_path / "idle.py").write_text(IDLE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    res = subprocess.run(
+        [sys.executable, str(tmp_path / "idle.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    # called until it said it had nothing left (then once per later wait), and not after the
+    # imports: nothing waited for a birth
+    assert len(out["calls"]) >= 5 and max(out["calls"][:5]) < 0.5, out
+    assert len(out["ran"]) == 2 and not out["errors"], out

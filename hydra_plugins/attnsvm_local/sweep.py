@@ -20,6 +20,7 @@ through Hydra's ``run_job`` instead (``execute_job``), with the config composed 
 
 from __future__ import annotations
 
+import functools
 import logging
 import logging.config
 import os
@@ -27,7 +28,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,7 @@ OWN_CPU = "the sweep's process: %.2f s of CPU (jobs' files written by %s)"  # an
 # what jobs import (torch, pandas; the SVM stage's NNLS from scipy.optimize, on first use; the
 # job's entry point run_planned imports): a worker imports them as it starts, not in its first job
 WARM = ("attnsvm.job", "scipy.optimize", "attnsvm.run")
+MAKE_AHEAD = 256  # jobs whose messages are made ahead at most (their .hydra files' text held)
 HYDRA_RESOLVER = "${hydra:"  # an interpolation that needs HydraConfig set to the job's config
 
 
@@ -146,6 +148,7 @@ class Job:
     config: DictConfig | None  # the job's composed config, hydra node included (once it runs)
     planned: PlannedJob
     status: str | None = None  # finished | skipped | failed | interrupted; None: not started
+    made: tuple | None = None  # its message's parts, made ahead (LocalSweep._made)
 
 
 def _delivered(done: Computed) -> Outcome:
@@ -218,7 +221,8 @@ class LocalSweep:
             self.pool.start(len(todo))
             if self.hand_off:
                 import_writers()  # while the workers start (they import torch: longer)
-            self.pool.run(todo, done=self._done, prepare=self._prepare)
+            ahead = functools.partial(self._make_ahead, iter(todo[:MAKE_AHEAD]))
+            self.pool.run(todo, done=self._done, prepare=self._prepare, idle=ahead)
             HydraConfig.instance().set_config(self.launcher.config)
             writer = "this process" if self.hand_off and not self.via_hydra else "each worker"
             log.info(OWN_CPU, time.process_time(), writer)
@@ -233,33 +237,54 @@ class LocalSweep:
         """Job ``num``'s message to a worker (module doc): its directory and ``.hydra/`` files
         written as Hydra's ``run_job`` writes them, and ``run_planned`` with its plan."""
         job, launcher = self.jobs[num], self.launcher
+        made, job.made = job.made or self._made(job), None
+        if made is None:  # a job that Hydra's run_job must run
+            state = Singleton.get_state()
+            self.via_hydra = True
+            return execute_job, (job.config, launcher.hydra_context, launcher.task_function, state)
+        out, files, logs, verbose = made
+        out.mkdir(parents=True, exist_ok=True)
+        if job.config.hydra.output_subdir is not None:
+            where = out / str(job.config.hydra.output_subdir)
+            where.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                with open(where / name, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+        run, chash = job.planned.run, job.planned.config_hash
+        args = (str(out), str(self.sweep_dir), run, chash, logs, verbose, self.hand_off)
+        return run_planned, args
+
+    def _made(self, job: Job) -> tuple | None:
+        """What ``_prepare`` writes and sends, made without touching the disk: (job directory,
+        .hydra files' text, log config, verbose); None for a job that Hydra's ``run_job`` must
+        run (callbacks, chdir, env_set)."""
         cfg = self._composed(job)
         hc = cfg.hydra
         if hc.callbacks.keys() - {"summary"} or hc.job.chdir or hc.job.env_set:
-            state = Singleton.get_state()
-            self.via_hydra = True
-            return execute_job, (cfg, launcher.hydra_context, launcher.task_function, state)
+            return None
         out = Path(str(hc.sweep.dir)) / str(hc.sweep.subdir)
         with read_write(hc.runtime), open_dict(hc.runtime):
             hc.runtime.output_dir = os.path.abspath(out)
         files = hydra_files(cfg)
         if any(HYDRA_RESOLVER in text for text in files.values()):
             HydraConfig.instance().set_config(cfg)  # for ${hydra:...} in job_logging
-        out.mkdir(parents=True, exist_ok=True)
-        if hc.output_subdir is not None:
-            where = out / str(hc.output_subdir)
-            where.mkdir(parents=True, exist_ok=True)
-            for name, text in files.items():
-                with open(where / name, "w", encoding="utf-8") as fh:
-                    fh.write(text)
         logs = hc.job_logging
         logs = None if logs is None else OmegaConf.to_container(logs, resolve=True)
         verbose = (
             OmegaConf.to_container(hc.verbose) if OmegaConf.is_config(hc.verbose) else hc.verbose
         )
-        run, chash = job.planned.run, job.planned.config_hash
-        args = (str(out), str(self.sweep_dir), run, chash, logs, verbose, self.hand_off)
-        return run_planned, args
+        return out, files, logs, verbose
+
+    def _make_ahead(self, todo: Iterator[int]) -> bool:
+        """While the workers start or compute: the next of ``todo`` made (``_made``), so that
+        its dispatch only writes. On a sweep's start the first worker's imports leave this
+        process's core idle: the 40-job grid's jobs are all made there. False: none left."""
+        job = next((self.jobs[num] for num in todo if self.jobs[num].status is None), None)
+        if job is None:
+            return False
+        if job.made is None and job.config is None:  # not sent yet
+            job.made = self._made(job)
+        return True
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
         job = self.jobs[num]
