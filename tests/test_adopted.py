@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +139,53 @@ def test_the_pool_works_while_the_second_worker_is_not_born_yet(tmp_path):
     # imports: nothing waited for a birth
     assert len(out["calls"]) >= 5 and max(out["calls"][:5]) < 0.5, out
     assert len(out["ran"]) == 2 and not out["errors"], out
+
+
+KILLED = textwrap.dedent(
+    """
+    import os, sys, time
+    from attnsvm import workers
+
+    def record():                         # every process forked from here, grandchildren too
+        with open(os.environ["FORKED"], "a") as fh:
+            fh.write(f"{os.getpid()}\\n")
+
+    if __name__ == "__main__":
+        os.register_at_fork(after_in_child=record)
+        workers.start_early(("warmmod",), 2)
+        print("started", flush=True)
+        time.sleep(60)                    # killed meanwhile
+    """
+)
+
+
+@pytest.mark.parametrize("after", [0.3, 2.5])
+def test_a_sweep_killed_before_or_after_the_birth_leaves_no_worker(tmp_path, after):
+    """kill -9 of the sweep while its first worker imports (0.3 s: the second is not born) or
+    once both are idle (2.5 s): every process forked from it ends."""
+    (tmp_path / "warmmod.py").write_text("import time\ntime.sleep(1.5)\n")
+    (tmp_path / "killed.py").write_text(KILLED)
+    forked = tmp_path / "forked"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    env["FORKED"] = str(forked)
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "killed.py")], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(after)
+    proc.kill()
+    proc.wait()
+    pids = [int(p) for p in forked.read_text().split()]
+    assert len(pids) == (1 if after < 1.5 else 3), pids  # the first; then the middle and second
+    deadline = time.monotonic() + 15
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids), "a worker outlived the sweep"
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
