@@ -18,10 +18,29 @@ CORR_LABELS = {  # the paper's two SVMs keep their long-standing lines
 P_LABELS = {"fro": "final corr(p, p^mm_a)   (a = GD-selected tokens)"}
 
 
+class FirstRow:
+    """The first row's values, read column by column (``runs.iloc[0]`` makes a Series of
+    every column; the summary is printed after every job of a sweep)."""
+
+    def __init__(self, runs: pd.DataFrame) -> None:
+        self.runs = runs
+
+    def __getitem__(self, col: str):
+        return self.runs[col].iat[0]
+
+    def __getattr__(self, col: str):
+        if col == "runs" or col not in self.runs:
+            raise AttributeError(col)
+        return self[col]
+
+    def get(self, col: str, default=None):
+        return self[col] if col in self.runs else default
+
+
 def corr_lines(runs: pd.DataFrame) -> list[str]:
     """One line per SVM solved (solver.norms) that the model has (the p-model has no W and
     is measured against p^mm only), then the trained head's objects: mean and min final corr."""
-    p_model = runs.iloc[0].get("parameterization") == "p"
+    p_model = FirstRow(runs).get("parameterization") == "p"
     labels = P_LABELS if p_model else CORR_LABELS
     lines = []
     for col in runs.columns:
@@ -55,13 +74,9 @@ def limit_line(runs: pd.DataFrame) -> list[str]:
     return [f"  convergence measured against: {names} (corr mean {runs.corr_limit.mean():.4f})"]
 
 
-READ_KEYS = ("optimizer.steps", "optimizer.lr", "optimizer.eps", "metrics.window", "solver.backend")
-
-
 def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
     """experiment=gd: seeds by status, mean final correlations, saturation, convergence types."""
-    runs = runs[[c for c in runs.columns if "." not in c or c in READ_KEYS]]  # 3x less pandas
-    first = runs.iloc[0]
+    first = FirstRow(runs)
     engine = first.get("train_engine", "torch")  # results written before engines existed
     training = (
         f"{first['optimizer.steps']} {first.optimizer} steps ({engine} engine)"
@@ -117,10 +132,12 @@ def convergence_advice(runs: pd.DataFrame) -> list[str]:
     config keys to change with values: ``optimizer.steps`` from the pace at which 1 - corr
     closed over the window (``steps_needed``; 4x where it cannot be read), ``optimizer.eps``
     where normalized GD stalled on it. None when every seed converged."""
-    bad = runs[runs.conv_type == NOT_CONVERGED]
-    if bad.empty:
+    not_converged = (runs.conv_type == NOT_CONVERGED).to_numpy()
+    if not not_converged.any():
         return []
-    first = runs.iloc[0]
+    first = FirstRow(runs)
+    read = [c for c in (*REASONS, "saturated", "steps_needed") if c in runs]
+    bad = runs.loc[not_converged, read]  # the columns read here only: a take of a few
     why = bad.assign(unsaturated=~bad.saturated.astype(bool))
     moving = [f"{words} {int(why[col].sum())}" for col, words in REASONS.items() if why[col].any()]
     unsaturated = int(why.unsaturated.sum())
