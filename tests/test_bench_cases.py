@@ -136,3 +136,21 @@ def test_the_sweep_overhead_table_reads_old_and_new_records():
     assert any(line.endswith("| – |") for line in lines["old"])
     assert any(line.endswith("| 3.2 s |") for line in lines["new"])
     assert OWN_CPU.search(LOGGED % (3.25, "each worker"))[1] == "3.25"  # the bench reads the log
+
+
+def test_a_row_measured_apart_on_another_cpu_names_it():
+    """``--only sweep`` / ``--only stage`` on another machine than the headline's: the row says
+    which CPU; on the headline's own CPU (or in an old record) it says nothing more."""
+    record = json.loads((REPO / "docs" / "benchmarks.json").read_text())
+    headline_cpu = record["machine"].split("(", 1)[1].split(")", 1)[0]
+    cases = (("Other CPU 9000", ", on Other CPU 9000"), (headline_cpu, ""), (None, ""))
+    for cpu, expected in cases:
+        r = json.loads(json.dumps(record))
+        r["sweep_overhead"]["cpu"] = cpu
+        r["svm_stage_cpu"] = cpu
+        r.setdefault("svm_stage_date", "2026-11-27 04:32 UTC")
+        table = bench_readme.readme_table(r).splitlines()
+        sweep = next(line for line in table if line.startswith("| sweep overhead ("))
+        assert sweep.startswith(f"| sweep overhead ({r['sweep_overhead']['date']}{expected}): ")
+        stage = [line for line in table if line.startswith("| SVM stage at ")]
+        assert stage and all(f"({r['svm_stage_date']}{expected}) per seed" in x for x in stage)

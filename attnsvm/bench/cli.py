@@ -36,7 +36,7 @@ from attnsvm.bench.experiment_cases import (
 )
 from attnsvm.bench.readme import write_readme_table
 from attnsvm.bench.svm_cases import bench_svm_ratio, large_svms, naive_rank_estimate
-from attnsvm.bench.timing import load, machine
+from attnsvm.bench.timing import cpu_name, load, machine
 from attnsvm.bench.train_cases import (
     bench_training_ratio,
     build_throughput,
@@ -103,9 +103,9 @@ def _only(args: argparse.Namespace, emit, stamp: str) -> str:
         stage.emit_stage(emit, rows, start)
         start = {**start, "date": stamp}
         fresh = {"svm_stage": [{**row, "size": list(row["size"])} for row in rows]}
-        fresh.update(job_start=start, svm_stage_date=stamp)
+        fresh.update(job_start=start, svm_stage_date=stamp, svm_stage_cpu=cpu_name())
     else:
-        fresh = {"sweep_overhead": sweep_overhead.measure(args.quick)}
+        fresh = {"sweep_overhead": {**sweep_overhead.measure(args.quick), "cpu": cpu_name()}}
         sweep_overhead.emit_table(emit, fresh["sweep_overhead"])
     emit(f"Finished with {load()}.")
     if args.readme and not args.quick:

@@ -80,9 +80,9 @@ def _more_rows(r: dict) -> list[str]:
         )
     if r.get("sweep_overhead"):
         o = r["sweep_overhead"]
-        one, every = o["one"], o["all"]
+        one, every, where = o["one"], o["all"], elsewhere(r, o.get("cpu"))
         rows.append(
-            f"| sweep overhead ({o['date']}): 40 small jobs on the local launcher, 1 / "
+            f"| sweep overhead ({o['date']}{where}): 40 small jobs on the local launcher, 1 / "
             f"{o['cores']} workers; wall of the whole command vs the sum of the jobs' seconds; "
             f"planning and dispatch per job (1 worker) | {one['wall']:.1f} / {every['wall']:.1f}"
             f" s for {one['job_seconds']:.1f} / {every['job_seconds']:.1f} job-s "
@@ -99,9 +99,15 @@ def _more_rows(r: dict) -> list[str]:
     return rows
 
 
+def elsewhere(r: dict, cpu: str | None) -> str:
+    """ ", on <cpu>" for rows measured apart (``--only``) on a CPU other than the headline's."""
+    return f", on {cpu}" if cpu and cpu not in r["machine"] else ""
+
+
 def _stage_rows(r: dict) -> list[str]:
     """The SVM stage per seed (reference = one seed at a time) and the job's start-up."""
-    rows, when = [], f" ({r['svm_stage_date']})" if r.get("svm_stage_date") else ""
+    where = elsewhere(r, r.get("svm_stage_cpu"))
+    rows, when = [], f" ({r['svm_stage_date']}{where})" if r.get("svm_stage_date") else ""
     for s in r.get("svm_stage", []):
         rows.append(
             f"| SVM stage at {tuple(s['size'])}{when} per seed (Frobenius + nuclear at opt), "

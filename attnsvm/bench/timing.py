@@ -90,8 +90,9 @@ def split(items: list, k: int) -> list[list]:
     return [items[i::k] for i in range(k)]
 
 
-def machine() -> str:
-    cpu = next(
+def cpu_name() -> str:
+    """The CPU's model name: what a row measured apart from the others (``--only``) names."""
+    return next(
         (
             ln.split(":", 1)[1].strip()
             for ln in open("/proc/cpuinfo")
@@ -99,6 +100,10 @@ def machine() -> str:
         ),
         platform.processor(),
     )
+
+
+def machine() -> str:
+    cpu = cpu_name()
     return (
         f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}, numpy {np.__version__}, "
         f"fused kernel {kernel.describe()}"
