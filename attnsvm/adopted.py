@@ -13,7 +13,12 @@ grandchild, reaps it (its exit code says how it died) and sees it end through a 
 once adopted does the worker ask for the signal that ends it with the sweep
 (``PR_SET_PDEATHSIG`` fires at every change of parent), and it tells the sweep its pid on a pipe
 of its own: EOF there means it was never born (the first worker died before forking it, or the
-sweep closed its pipe first), and the pool starts a fresh one instead.
+sweep closed that pipe first: it needs no such worker), and the pool starts a fresh one instead.
+Where the kernel gives no pidfd (before 5.3, some seccomp profiles) no worker is forked from
+another; one refused after its birth is killed and counts as never born.
+
+Left to the sweep's exit: a middle process whose parent was killed between its fork and its
+reaping, or a worker that exits unborn, stays a zombie child of the sweep until the sweep ends.
 
     sibling = Sibling.make(ctx)          # in the sweep, before forking the first worker
     ...                                  # the first worker, warm: fork_adopted(run, ...)
@@ -30,6 +35,7 @@ import select
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -37,9 +43,17 @@ PR_SET_CHILD_SUBREAPER = 36
 ADOPTION_POLL_S = 0.0005  # the grandchild's wait for its middle parent's exit
 
 
+@functools.cache
 def available() -> bool:
-    """Linux with pidfds (5.3+): where a later worker can be forked from a warm one."""
-    return sys.platform.startswith("linux") and hasattr(os, "pidfd_open")
+    """Linux with pidfds (5.3+, allowed by the sandbox if any): where a later worker can be
+    forked from a warm one."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:  # ENOSYS on older kernels, EPERM under some seccomp profiles
+        return False
+    return True
 
 
 def subreaper() -> bool:
@@ -133,20 +147,30 @@ def _adopted_main(run, sibling: Sibling, closing: Sequence, sweep: int, middle: 
         while os.getppid() == middle:
             time.sleep(ADOPTION_POLL_S)
         if os.getppid() == sweep:  # else the sweep is gone (or adopts nothing): never born
-            sibling.birth_w.send_bytes(str(os.getpid()).encode())
+            try:
+                sibling.birth_w.send_bytes(str(os.getpid()).encode())
+            except OSError:  # the sweep needs it no more (Adopted.kill): never born
+                code = 0
+                return
             sibling.birth_w.close()
             run()
             code = 0
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    except BaseException:  # noqa: BLE001  (said, then the exit: never back into the fork's caller)
+        traceback.print_exc()
     finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
         os._exit(code)
 
 
 class Adopted:
     """The sweep's view of an adopted worker, as ``multiprocessing.Process``'s: ``pid``,
     ``sentinel``, ``is_alive``, ``join``, ``exitcode``, ``kill``. It has a pid once its birth
-    message came; the pool sends it no job before (``unborn``), and waits for that."""
+    message is read. The pool sends it no job before: it waits on ``unborn`` (the birth pipe,
+    not read yet) beside its busy workers, and ``settled`` reads the birth when it came."""
 
     def __init__(self, birth_r) -> None:
         self._birth = birth_r
@@ -157,18 +181,34 @@ class Adopted:
     def _born(self, timeout: float | None = None) -> bool:
         """Its pid, read once it came (within ``timeout``; None: however long it takes)."""
         if self._birth is not None and self._birth.poll(timeout):
-            with contextlib.suppress(EOFError, OSError):  # EOF: never born
+            with contextlib.suppress(EOFError, OSError, ValueError):  # EOF: never born
                 self._pid = int(self._birth.recv_bytes())
-                self._pidfd = os.pidfd_open(self._pid)
             self._birth.close()
             self._birth = None
+            if self._pid is not None:
+                self._watch()
         return self._pid is not None
+
+    def _watch(self) -> None:
+        """Its pidfd; where the kernel refuses one after all, it is killed and counts as never
+        born (the pool starts a fresh worker)."""
+        try:
+            self._pidfd = os.pidfd_open(self._pid)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.kill(self._pid, signal.SIGKILL)
+                os.waitpid(self._pid, 0)
+            self._pid = None
 
     @property
     def unborn(self):
-        """While its birth is still to come, the pipe it comes on (to wait on); else None."""
-        self._born(0)
+        """While its birth is not read yet, the pipe it comes on (to wait on); else None."""
         return self._birth
+
+    def settled(self) -> bool:
+        """Its birth is read (it is born, or never will be): no waiting."""
+        self._born(0)
+        return self._birth is None
 
     @property
     def pid(self) -> int | None:
@@ -182,18 +222,23 @@ class Adopted:
         return self._pidfd
 
     def is_alive(self) -> bool:
-        if not self._born() or self.exitcode is not None:
+        if not self._born() or self.exitcode is not None or self._pidfd is None:
             return False
-        pid, status = os.waitpid(self._pid, os.WNOHANG)
+        try:
+            pid, status = os.waitpid(self._pid, os.WNOHANG)
+        except ChildProcessError:  # reaped here already, by a call a signal cut short
+            pid, status = self._pid, None
         if pid == 0:
             return True
-        self.exitcode = os.waitstatus_to_exitcode(status)
+        if status is not None:
+            self.exitcode = os.waitstatus_to_exitcode(status)
         os.close(self._pidfd)
+        self._pidfd = None
         return False
 
     def join(self, timeout: float | None = None) -> None:
         """Waits for its exit, or for ``timeout``; an unborn worker's birth within the same."""
-        if self._born(timeout) and self.exitcode is None:
+        if self._born(timeout) and self._pidfd is not None:
             select.select([self._pidfd], [], [], timeout)
             self.is_alive()
 

@@ -239,11 +239,12 @@ class WorkerPool:
     def _worker(self) -> _Worker | None:
         """An idle worker that is alive (dead ones dropped), else a new one; None while the idle
         ones left are yet to be born (attnsvm/adopted.py): the run waits for their birth."""
-        coming = [w for w in self.idle if _unborn(w) is not None]
+        coming = [w for w in self.idle if _unborn(w) is not None and not w.process.settled()]
         for w in [w for w in self.idle if w not in coming][::-1]:
             self.idle.remove(w)
             if w.process.is_alive():
                 return w
+            w.conn.close()  # dead, or never born
         return None if coming else self._new()
 
     def _new(self) -> _Worker:
@@ -277,10 +278,14 @@ class WorkerPool:
                 pending.appendleft(num)
                 ready[num] = payload
 
+    def _busy_waitables(self) -> list:
+        return [x for w in self.busy.values() for x in (w.conn, w.process.sentinel)]
+
     def _waitables(self) -> list:
-        """The busy workers' pipes and sentinels, and the births still to come."""
-        busy = [x for w in self.busy.values() for x in (w.conn, w.process.sentinel)]
-        return busy + [birth for w in self.idle if (birth := _unborn(w)) is not None]
+        """The busy workers' pipes and sentinels, and the births not read yet (``_worker`` reads
+        them: a birth wakes the run, which sends the new worker its job)."""
+        births = [birth for w in self.idle if (birth := _unborn(w)) is not None]
+        return self._busy_waitables() + births
 
     def _prepare_ahead(self, pending: deque, ready: dict, prepare) -> None:
         """The next ``n`` jobs' messages, made while the workers compute, one at a time and
@@ -324,7 +329,8 @@ class WorkerPool:
             self._prepare_ahead(pending, ready, prepare)
             while idle is not None and not wait(self._waitables(), 0) and idle():
                 pass
-            wait(self._waitables())
+            waitables = self._waitables()
+            wait(waitables, None if waitables else 0.1)  # none: cannot be; never hang on it
             for num, w in list(self.busy.items()):
                 outcome = self._collect(w, unpickle=False)
                 if outcome is None:
@@ -359,7 +365,7 @@ class WorkerPool:
         )
         self.ended.clear()
         while self.busy and time.monotonic() < deadline:
-            wait(self._waitables(), 0.2)
+            wait(self._busy_waitables(), 0.2)
             for num, w in list(self.busy.items()):
                 outcome = self._collect(w)
                 if outcome is not None:
@@ -367,6 +373,7 @@ class WorkerPool:
                     del self.busy[num]
         for num, w in self.busy.items():
             w.process.kill()
+            w.process.join()
             outcomes[num] = Outcome(error=f"worker process {w.process.pid} killed", exitcode=-9)
         self.busy.clear()
         return outcomes

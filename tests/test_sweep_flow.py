@@ -380,3 +380,24 @@ def test_rows_are_the_bits_of_the_joblib_launcher(tmp_path):
         got, want = sweep_table(tmp_path / "local", table), sweep_table(tmp_path / "joblib", table)
         assert len(got) == 4 * 3 * (1 if table == "runs.parquet" else 4)
         assert_frames_identical(got, want, table)
+
+
+@pytest.mark.slow
+def test_a_job_whose_message_cannot_be_made_fails_as_a_job(tmp_path):
+    """The sweep makes jobs' messages ahead while its workers start; one that cannot be made
+    (its log config does not resolve) fails as that job, with the reason, not the sweep."""
+    sweep = tmp_path / "s"
+    res = run_cli(
+        "dataset.d=2,3,4,5",  # the first two are prepared at dispatch, the rest made ahead
+        *SMALL,
+        "hydra.job_logging.root.level=${oc.env:ATTNSVM_NOT_SET_ANYWHERE}",
+        "hydra.launcher.n_jobs=1",
+        f"hydra.sweep.dir={sweep}",
+        multirun=True,
+    )
+    assert res.returncode == 1, res.stdout
+    assert "Traceback" not in res.stdout, res.stdout
+    assert res.stdout.rstrip().endswith("attnsvm sweep: 0 run, 0 skipped, 4 failed, 0 not started")
+    for d in job_dirs(sweep):
+        job = read_job_json(d)
+        assert job["status"] == "failed" and "ATTNSVM_NOT_SET_ANYWHERE" in job["error"], job

@@ -283,7 +283,10 @@ class LocalSweep:
         if job is None:
             return False
         if job.made is None and job.config is None:  # not sent yet
-            job.made = self._made(job)
+            try:
+                job.made = self._made(job)
+            except Exception:  # noqa: BLE001  (made again at its dispatch: it fails as a job)
+                job.made = None
         return True
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
@@ -339,7 +342,7 @@ class LocalSweep:
         """One JobReturn per job, in order, whose value is the job's status."""
         out = []
         for job in self.jobs.values():
-            cfg = job.config  # None: a job that never ran was never composed in full
+            cfg = job.config if job.status is not None else None  # made ahead, never run: None
             ret = SweepJobReturn(
                 overrides=job.overrides,
                 hydra_cfg=cfg,
