@@ -58,17 +58,7 @@ SCRIPT = textwrap.dedent(
 def _run(tmp_path, victim: str) -> dict:
     (tmp_path / "warmmod.py").write_text(WARM)
     (tmp_path / "adopt.py").write_text(SCRIPT)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    env["WARM_LOG"] = str(tmp_path / "imports")
-    res = subprocess.run(
-        [sys.executable, str(tmp_path / "adopt.py"), victim],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return _json_run(tmp_path, "adopt.py", victim)
 
 
 def test_the_second_worker_is_forked_warm_and_is_the_sweeps_child(tmp_path):
