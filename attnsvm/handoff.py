@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-WRITERS = ("pandas", "pyarrow.parquet", "attnsvm.results.store")  # what ``write`` imports
+WRITERS = ("pandas", "attnsvm.results.parquet", "attnsvm.results.store")  # what ``write`` imports
 
 
 @dataclass

@@ -14,7 +14,6 @@ launcher gives it this time:
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import socket
@@ -57,9 +56,9 @@ def _atomic(path: Path, write) -> None:
 def write_table(df: pd.DataFrame, path: Path) -> dict:
     """``df`` as parquet at ``path``, atomically; returns what job.json records of the file
     (``integrity.record_files``: bytes, SHA-256, rows), from the bytes written, not re-read."""
-    buffer = io.BytesIO()
-    df.to_parquet(buffer, index=False)
-    data = buffer.getvalue()
+    from attnsvm.results.parquet import parquet_bytes  # pyarrow: not in a sweep's planning
+
+    data = parquet_bytes(df)
 
     def dump(tmp):
         with open(tmp, "wb") as fh:

