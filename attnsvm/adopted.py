@@ -4,7 +4,9 @@ A worker's start is an interpreter importing torch, pandas and scipy: 1.5 s of C
 2-core Xeon. A sweep's second worker importing beside the first and beside the sweep's own
 start-up ran three processes on two cores, so both workers came late. Forked from the first
 once its imports are done, the second costs a fork (milliseconds), and both are ready when the
-first alone would be (docs/benchmarks_sweep.txt).
+first alone would be (docs/benchmarks_sweep.txt). The fork comes right after the imports,
+before the first worker runs any job: nothing it forks from holds a CUDA context or a thread
+pool a job started.
 
 It must still be the sweep's worker, not the first worker's: the first one's death (killed, out
 of memory) fails only its own job. So the first worker forks twice and the middle process exits
