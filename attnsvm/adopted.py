@@ -30,7 +30,6 @@ reaping, or a worker that exits unborn, stays a zombie child of the sweep until 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import os
 import select
@@ -40,6 +39,9 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from attnsvm.interrupt import flush_output
+from attnsvm.lifeline import prctl
 
 PR_SET_CHILD_SUBREAPER = 36
 ADOPTION_POLL_S = 0.0005  # the grandchild's wait for its middle parent's exit
@@ -61,8 +63,7 @@ def available() -> bool:
 def subreaper() -> bool:
     """This process made one that adopts its descendants' orphans (the forked workers); False
     where the kernel refuses, and then no worker is forked from another."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 @dataclass
@@ -110,9 +111,7 @@ def fork_adopted(run: Callable[[], None], sibling: Sibling, closing: Sequence) -
     warm worker's own pipe, the other siblings'), so that each closes where its owner dies.
     Not forked where the sweep has closed its birth pipe already (it needs no such worker)."""
     sweep = os.getppid()
-    for stream in (sys.stdout, sys.stderr):  # what is buffered is printed once, not twice
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    flush_output()
     if not _reader_gone(sibling.birth_w):
         middle = os.fork()
         if middle == 0:
@@ -162,9 +161,7 @@ def _adopted_main(run, sibling: Sibling, closing: Sequence, sweep: int, middle: 
     except BaseException:  # noqa: BLE001  (said, then the exit: never back into the fork's caller)
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
+        flush_output()
         os._exit(code)
 
 

@@ -63,9 +63,15 @@ def exit_now() -> None:
     teardown (torch's and pandas' take a second or more): for a process whose results and
     answers are all out (a single run once written, a sweep worker with no job left)."""
     logging.shutdown()
+    flush_output()
+    os._exit(0)
+
+
+def flush_output() -> None:
+    """stdout and stderr flushed: before an ``os._exit`` or a fork, what is buffered is printed
+    once (a closed or full stream: nothing more to keep)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed or full stream: nothing more to keep
+        except (OSError, ValueError):
             pass
-    os._exit(0)

@@ -24,8 +24,7 @@ def watch_parent(parent_pid: int) -> None:
     """End this worker when its parent is gone: SIGTERM to itself (the job records itself
     ``interrupted``), then a hard exit after ``GRACE_S``."""
     if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
     def watch() -> None:
         while os.getppid() == parent_pid:
@@ -37,3 +36,8 @@ def watch_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="attnsvm-parent-watchdog", daemon=True).start()
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def prctl(option: int, arg: int) -> bool:
+    """Linux ``prctl(option, arg)``; False where the kernel refuses."""
+    return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0) == 0
