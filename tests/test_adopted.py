@@ -28,14 +28,15 @@ WARM = textwrap.dedent(
 
 SCRIPT = textwrap.dedent(
     """
-    import json, os, signal, sys, time
+    import gc, json, os, signal, sys, time
     from attnsvm import workers
 
     def where(victim):
         time.sleep(0.2)                  # both workers get jobs
         if os.getpid() == victim:
             os.kill(os.getpid(), signal.SIGKILL)
-        return [os.getpid(), os.getppid(), "warmmod" in sys.modules]
+        frozen = gc.get_freeze_count() > 1000  # the imports out of the collector's reach
+        return [os.getpid(), os.getppid(), "warmmod" in sys.modules and frozen]
 
     if __name__ == "__main__":
         workers.start_early(("warmmod",), 2)
@@ -66,7 +67,7 @@ def test_the_second_worker_is_forked_warm_and_is_the_sweeps_child(tmp_path):
     assert out["imported_by"] == [str(out["first"])], "the second worker imported again"
     ran_on = {pid: (parent, warm) for pid, parent, warm in out["values"]}
     assert set(ran_on) == {out["first"], out["second"]}, "a job ran outside the two workers"
-    # each is the script's own child, and the second has what the first imported
+    # each is the script's own child, and has what the first imported, frozen (gc.freeze)
     assert ran_on == {out["first"]: (out["me"], True), out["second"]: (out["me"], True)}
     assert sorted(out["started"]) == sorted([out["first"], out["second"]])
     assert not out["errors"]
