@@ -266,3 +266,53 @@ def test_steps_needed_beyond_float64_is_inf_without_an_overflow_warning():
     slope = np.log(gap[-1] / gap[1]) / np.log(2000 / 1000)
     want = float(2000.0 * (0.01 / gap[-1]) ** (1 / slope))
     assert metrics.steps_needed(steps, np.array([0.0, 0.92, 0.96]), 1, 0.01) == want
+
+
+def test_a_pace_of_never_is_advised_the_most_steps_not_a_crash():
+    """A saturated seed whose gap stopped closing reads steps_needed = inf
+    (metrics.steps_needed): the advice says "never", where log2(inf) raised before."""
+    import pandas as pd
+
+    from attnsvm.experiments.gd.summary import convergence_advice
+
+    base = {
+        "optimizer.steps": 200, "optimizer": "gd", "metrics.window": 0.5, "limit": "W^mm",
+        "saturated": True, "tokens_switching": False, "still_aligning": True, "stalled": False,
+        "conv_type": "not converged",
+    }  # fmt: skip
+    runs = pd.DataFrame([{**base, "steps_needed": math.inf}, {**base, "steps_needed": 400.0}])
+    advice = [line for line in convergence_advice(runs) if "advice" in line]
+    assert advice == [
+        "  advice: train longer, e.g. optimizer.steps=12800 (64x); at its present pace "
+        "1 - corr reaches epsilon in never"
+    ]
+
+
+def test_the_summary_reduces_columns_as_pandas_does():
+    """The summary reads numpy arrays (gd/summary.py): its means, minima and counts are
+    pandas' (missing values skipped), checked on the golden gd runs tables with a missing
+    correlation and a failed seed's missing flags added."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    tables = sorted(Path(__file__).parent.joinpath("golden", "tables").glob("*/*.runs.parquet"))
+    checked = 0
+    for path in tables:
+        runs = pd.read_parquet(path)
+        if runs["experiment"].iat[0] != "gd" or "conv_type" not in runs or len(runs) < 2:
+            continue
+        runs.loc[runs.index[0], "corr_fro"] = np.nan
+        runs["feasible"] = runs["feasible"].astype(object)
+        runs.loc[runs.index[-1], "feasible"] = None
+        text = summary_text(runs, 1.0)
+        corr = runs.corr_fro
+        assert f"mean {corr.mean():.4f}, min {corr.min():.4f}" in text
+        assert f"SVM at opt feasible: {int(runs.feasible.sum())}/{len(runs)}" in text
+        counts = runs.status.value_counts().to_dict()
+        assert ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) in text
+        conv = runs.conv_type.value_counts()
+        assert ", ".join(f"{k} {conv.get(k, 0)}" for k in metrics.CONV_TYPES) in text
+        assert f"(mean_i max_t s_it): mean {runs.softmax_max.mean():.6f}" in text
+        checked += 1
+    assert checked >= 10
