@@ -26,16 +26,18 @@ def _finished_job(job_dir, chash: str) -> None:
     write_json({"config_hash": chash, "status": "finished"}, job_dir / JOB)
 
 
-def test_a_writer_that_dies_midway_leaves_the_old_file(tmp_path):
+def test_a_writer_that_dies_midway_leaves_the_old_file(tmp_path, monkeypatch):
     write_json({"status": "running"}, tmp_path / JOB)
+    written = []
 
-    def half_written(tmp):
-        with open(tmp, "w") as fh:
-            fh.write('{"status": "fin')
+    def interrupted(tmp, path):  # the new file written in full, then Ctrl-C before the rename
+        written.append(open(tmp).read())
         raise KeyboardInterrupt
 
+    monkeypatch.setattr("attnsvm.results.store.os.replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        _atomic(tmp_path / JOB, half_written)
+        _atomic(tmp_path / JOB, b'{"status": "finished"}')
+    assert written == ['{"status": "finished"}']
     assert (tmp_path / JOB).read_text().count("running") == 1
     assert not list(tmp_path.glob(".*.tmp"))
 

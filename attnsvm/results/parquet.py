@@ -26,14 +26,15 @@ _LAYOUTS: dict[tuple, pa.Schema | None] = {}  # layout -> its schema; None: pand
 
 def parquet_bytes(df: pd.DataFrame) -> bytes:
     """``df`` as ``df.to_parquet(buffer, index=False)`` writes it (module doc)."""
-    arrays = _arrays(df)
-    if arrays is None:
+    columns = _columns(df)
+    if columns is None:
         return _pandas_way(df)
-    layout = (
-        tuple(df.columns),
+    arrays = [pa.array(column, from_pandas=True) for column in columns]
+    layout = (  # dtype objects, not their names: str() of 125 numpy dtypes took 0.2 ms
+        tuple(df.columns.tolist()),
         df.columns.name,
-        str(df.columns.dtype),
-        tuple(map(str, df.dtypes)),
+        df.columns.dtype,
+        tuple(column.dtype for column in columns),
         tuple(a.type for a in arrays),
     )
     if layout not in _LAYOUTS:
@@ -48,15 +49,16 @@ def parquet_bytes(df: pd.DataFrame) -> bytes:
     return _written(pa.Table.from_arrays(arrays, schema=schema))
 
 
-def _arrays(df: pd.DataFrame) -> list | None:
-    """Each column as an arrow array, as pandas' route converts it; None where this frame
-    takes pandas' way (attrs, names that are not unique strings, an older pandas)."""
+def _columns(df: pd.DataFrame) -> list | None:
+    """Each column's array (numpy or pandas' extension array), which pandas' route converts
+    to arrow; None where this frame takes pandas' way (attrs, names that are not unique
+    strings, an older pandas)."""
     column = getattr(df, "_get_column_array", None)  # the column's array, no Series made
     if column is None or df.attrs or not df.columns.is_unique:
         return None
-    if not all(isinstance(name, str) for name in df.columns):
+    if not all(isinstance(name, str) for name in df.columns.tolist()):
         return None
-    return [pa.array(column(i), from_pandas=True) for i in range(df.shape[1])]
+    return [column(i) for i in range(df.shape[1])]
 
 
 def _pandas_way(df: pd.DataFrame) -> bytes:

@@ -13,6 +13,7 @@ launcher gives it this time:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -38,19 +39,22 @@ RUNS, TRAJECTORY, JOB = "runs.parquet", "trajectory.parquet", "job.json"
 FINISHED_INDEX = ".finished"  # in a sweep dir: one file per finished config hash
 
 
-def _atomic(path: Path, write) -> None:
-    """``write(tmp)`` then rename over ``path``: readers see the old file or the new one.
+def _atomic(path: Path, data: bytes) -> None:
+    """``data`` into a temporary file, then renamed over ``path``: readers see the old file or
+    the new one. One open, one write (a sweep's worker writes four files a job).
 
     The temporary file is created with mode 0666 less the umask (0644 under umask 022), like
     any file the user writes; mkstemp's private 0600 would hide results from collaborators."""
     tmp = str(path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp")
-    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
     try:
-        write(tmp)
+        with open(fd, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
+    except BaseException:
+        with contextlib.suppress(OSError):
             os.remove(tmp)
+        raise
 
 
 def write_table(df: pd.DataFrame, path: Path) -> dict:
@@ -59,21 +63,12 @@ def write_table(df: pd.DataFrame, path: Path) -> dict:
     from attnsvm.results.parquet import parquet_bytes  # pyarrow: not in a sweep's planning
 
     data = parquet_bytes(df)
-
-    def dump(tmp):
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-
-    _atomic(Path(path), dump)
+    _atomic(Path(path), data)
     return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "rows": len(df)}
 
 
 def write_json(obj: dict, path: Path) -> None:
-    def dump(tmp):
-        with open(tmp, "w") as fh:
-            json.dump(obj, fh, indent=2, default=str)
-
-    _atomic(Path(path), dump)
+    _atomic(Path(path), json.dumps(obj, indent=2, default=str).encode())
 
 
 def read_job(job_dir: Path) -> dict | None:
@@ -118,12 +113,7 @@ def mark_finished(sweep_dir: Path, chash: str, job_dir: Path) -> None:
     index = Path(sweep_dir) / FINISHED_INDEX
     index.mkdir(parents=True, exist_ok=True)
     rel = os.path.relpath(Path(job_dir).resolve(), Path(sweep_dir).resolve())
-
-    def dump(tmp):
-        with open(tmp, "w") as fh:
-            fh.write(rel + "\n")
-
-    _atomic(index / chash, dump)
+    _atomic(index / chash, f"{rel}\n".encode())
 
 
 def finished_index(sweep_dir: Path) -> dict[str, str]:
