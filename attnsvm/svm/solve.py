@@ -29,6 +29,7 @@ from attnsvm.config.schema import SolverConfig
 from attnsvm.svm import cvx, fro_batch, lcp
 from attnsvm.svm.cvx import INACCURATE, INFEASIBLE, OPTIMAL, SOLVER_ERROR
 from attnsvm.svm.fro_batch import BATCHED
+from attnsvm.svm.nnls import nnls
 from attnsvm.svm.nuclear_ipm import LARGE_M, nuclear_svm_batch
 
 HULL_TOL = 1e-6  # an infeasibility certificate: 0 within this of conv{A_j / max |A_j|}
@@ -142,8 +143,6 @@ def least_distance_dual(
     Returns u and the slack 1 - b^T u, the residual's last entry: 0 iff no w satisfies every
     constraint (for b = 1: 0 is in conv{A_j}, whatever the norm); else w = A^T u / slack.
     The slack's scale is the Gram matrix's: callers scale it (``_ldp_dual``)."""
-    from scipy.optimize import nnls
-
     evals, evecs = np.linalg.eigh(gram)
     M = np.sqrt(np.clip(evals, 0, None))[:, None] * evecs.T  # (m, m), M^T M = gram
     m = gram.shape[0]

@@ -61,9 +61,10 @@ from hydra_plugins.attnsvm_local.compose import composer_for, hydra_files
 log = logging.getLogger("hydra_plugins.attnsvm_local")
 PLANNED = "planned %d jobs in %.1f ms (%.2f ms per job)"  # attnsvm.bench reads it
 OWN_CPU = "the sweep's process: %.2f s of CPU (jobs' files written by %s)"  # and this
-# what jobs import (torch, pandas; the SVM stage's NNLS from scipy.optimize, on first use; the
-# job's entry point run_planned imports): a worker imports them as it starts, not in its first job
-WARM = ("attnsvm.job", "scipy.optimize", "attnsvm.run")
+# what jobs import (torch, pandas; the SVM stage, whose NNLS loads scipy's compiled routine and
+# its BLAS: attnsvm/svm/nnls.py; the job's entry point run_planned imports): a worker imports
+# them as it starts, not in its first job
+WARM = ("attnsvm.job", "attnsvm.svm.solve", "attnsvm.run")
 MAKE_AHEAD = 256  # jobs whose messages are made ahead at most (their .hydra files' text held)
 HYDRA_RESOLVER = "${hydra:"  # an interpolation that needs HydraConfig set to the job's config
 
