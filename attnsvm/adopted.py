@@ -1,6 +1,6 @@
 """A sweep's later workers forked from its first once that one is warm, and adopted by the sweep.
 
-A worker's start is an interpreter importing torch, pandas and scipy: 1.5 s of CPU on a
+A worker's start is an interpreter importing torch and pandas: 1.1-1.5 s of CPU on a
 2-core Xeon. A sweep's second worker importing beside the first and beside the sweep's own
 start-up ran three processes on two cores, so both workers came late. Forked from the first
 once its imports are done, the second costs a fork (milliseconds), and both are ready when the

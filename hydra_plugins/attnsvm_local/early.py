@@ -1,6 +1,6 @@
 """The sweep's workers, started with the command: ``python -m attnsvm.run -m ...``.
 
-A worker takes seconds to start (a fresh interpreter importing torch, pandas and scipy), and
+A worker takes seconds to start (a fresh interpreter importing torch and pandas), and
 the sweep's own process takes seconds to compose and plan the sweep before it knows what to
 run. Started by ``attnsvm.run``'s ``cli`` before Hydra, the workers' start runs beside that,
 and the pool takes them (attnsvm.workers.start_early). Only where the command
