@@ -43,6 +43,7 @@ from attnsvm.results.store import (
     remove_stale_temps,
     write_json,
 )
+from attnsvm.warm import freeze_imports
 
 log = logging.getLogger("attnsvm")
 
@@ -157,6 +158,8 @@ def execute(
             write_json({**job, "status": "running"}, out / JOB)
             try:
                 from attnsvm.job import run_job  # torch: not in a sweep's own process
+
+                freeze_imports()  # before the job (attnsvm/warm.py)
 
                 with Progress(run.progress_interval) as report:
                     result = run_job(run, progress=report)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import gc
 import importlib
 import logging
 import multiprocessing as mp
@@ -41,6 +40,7 @@ import cloudpickle
 from attnsvm import adopted
 from attnsvm.interrupt import exit_now
 from attnsvm.lifeline import GRACE_S, watch_parent
+from attnsvm.warm import freeze_imports
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +79,7 @@ def _worker_main(
     ends the worker. ``warm``: modules imported first, while the sweep prepares the job.
     ``parents_ends``: a forked worker's copies of the sweep's ends of its own pipe and of the
     early workers' forked before it, closed so that the sweep's close of each is that worker's
-    EOF. ``siblings``: the workers this one forks once warm (attnsvm/adopted.py).
-
-    Once warm, the imported objects are moved out of the garbage collector's reach
-    (``gc.freeze``): else the first full collection walks them all inside a job (~120 ms of a
-    2-core Xeon's first job, 270 -> 150 ms), and in a forked sibling it would also write to
-    every page it shares with this process."""
+    EOF. ``siblings``: the workers this one forks once warm (attnsvm/adopted.py)."""
     for end in parents_ends:
         end.close()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -93,7 +88,7 @@ def _worker_main(
     for module in warm:
         with contextlib.suppress(ImportError):  # the job that needs it fails, not the worker
             importlib.import_module(module)
-    gc.freeze()  # the imports' ~240k objects: no collection walks them again (_worker_main)
+    freeze_imports()  # the imports out of the collector's reach (attnsvm/warm.py)
     adopted.fork_siblings(functools.partial(_worker_main, parent_pid=parent_pid), conn, siblings)
     logging.raiseExceptions = False  # a full disk must not print logging's own tracebacks
     while True:

@@ -1,0 +1,49 @@
+"""A process's imports are frozen out of the garbage collector's reach once (attnsvm/warm.py):
+before its first job, never the garbage of later jobs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def _run(code: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip().splitlines()[-1]  # after the jobs' summaries
+
+
+def test_a_job_runs_with_the_imports_frozen_once_and_later_garbage_is_collected(tmp_path):
+    out = _run(
+        f"""
+        import gc
+        from pathlib import Path
+        from attnsvm.composition import RunConfig
+        from attnsvm.results.store import config_hash
+        from attnsvm.run import execute
+
+        run = RunConfig(seeds=2)
+        run.optimizer.steps = 20
+        assert gc.get_freeze_count() == 0
+        for k in (1, 2):
+            out = Path(r"{tmp_path}") / f"job{{k}}"
+            out.mkdir()
+            assert execute(None, out, True, None, (run, config_hash(run))) == "finished"
+            if k == 1:
+                frozen = gc.get_freeze_count()
+        # the first job froze the imports; the second froze nothing more (a frozen object can
+        # still be freed by its reference count: the count may fall)
+        assert frozen > 100_000 and gc.get_freeze_count() <= frozen
+
+        class Node:
+            pass
+
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle made after the freeze
+        del a, b
+        print(gc.collect() >= 2)
+        """
+    )
+    assert out == "True"
