@@ -130,8 +130,7 @@ def execute(
     index points to is skipped, and its fresh directory (only Hydra's files) is removed.
     ``planned``: (resolved RunConfig, config hash) of ``cfg`` as the sweep's planning made
     them (the local launcher), so they are not made again. ``hand_off``: a computed job is
-    returned as a ``Computed`` for the caller to write (attnsvm/handoff.py), not written here.
-    """
+    returned as a ``Computed`` for the caller to write (attnsvm/handoff.py), not written here."""
     try:
         if planned is None:
             run = to_run_config(cfg)
@@ -160,7 +159,6 @@ def execute(
                 from attnsvm.job import run_job  # torch: not in a sweep's own process
 
                 freeze_imports()  # before the job (attnsvm/warm.py)
-
                 with Progress(run.progress_interval) as report:
                     result = run_job(run, progress=report)
             except Exception as exc:
