@@ -77,3 +77,21 @@ def test_the_nnls_path_does_not_import_scipy_optimize():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_scipy_optimize_imported_after_it_works_as_ever():
+    """The routine's module is loaded under its own name: a later ``import scipy.optimize``
+    (a user's experiment) takes that module, and SLSQP, which shares it, still solves."""
+    code = (
+        "import numpy as np\n"
+        "from attnsvm.svm import nnls as ours\n"
+        "from scipy.optimize import minimize, nnls\n"
+        "rng = np.random.default_rng(1)\n"
+        "A, b = rng.standard_normal((6, 4)), rng.standard_normal(6)\n"
+        "assert np.array_equal(nnls(A, b)[0], ours.nnls(A, b)[0])\n"
+        "con = {'type': 'ineq', 'fun': lambda x: x[0] - 0.5}\n"
+        "r = minimize(lambda x: (x**2).sum(), np.ones(3), method='SLSQP', constraints=[con])\n"
+        "print(r.success and abs(r.x[0] - 0.5) < 1e-6)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
