@@ -7,7 +7,9 @@ a Ray actor, Hydra's basic launcher) collects in full. ``gc.freeze`` moves them 
 no collection looks at; in a process forked after it, no collection writes to the pages it
 shares with its parent either. Called by a worker once warm and by ``run.execute`` before a
 job, but once per process (a forked child inherits the frozen set and the flag): a frozen
-object is never collected, so the garbage of later jobs must stay collectable.
+object is never collected, so the garbage of later jobs must stay collectable. What a process
+made before it and drops later stays: in a worker nothing (it freezes before any job); in
+Hydra's basic launcher the first job's config, a few thousand objects once, not per job.
 """
 
 from __future__ import annotations

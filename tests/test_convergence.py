@@ -316,3 +316,47 @@ def test_the_summary_reduces_columns_as_pandas_does():
         assert f"(mean_i max_t s_it): mean {runs.softmax_max.mean():.6f}" in text
         checked += 1
     assert checked >= 10
+
+
+def _golden_gd_runs(trained: bool):
+    from pathlib import Path
+
+    import pandas as pd
+
+    root = Path(__file__).parent / "golden" / "tables"
+    for path in sorted(root.glob("*/*.runs.parquet")):
+        runs = pd.read_parquet(path)
+        if runs["experiment"].iat[0] == "gd" and ("conv_type" in runs) == trained:
+            yield runs
+
+
+def test_the_advice_counts_flags_as_pandas_sums_them():
+    """A flag missing on a not-converged seed is skipped, as pandas' sum skips it; float32
+    correlations are averaged in float32, as pandas averages them."""
+    checked = 0
+    for runs in _golden_gd_runs(trained=True):
+        if len(runs) < 2:
+            continue
+        runs["conv_type"] = "not converged"
+        runs["still_aligning"] = runs["still_aligning"].astype(object)
+        runs.loc[runs.index[0], "still_aligning"] = np.nan
+        runs["corr_fro"] = runs["corr_fro"].astype(np.float32)
+        text = summary_text(runs, 1.0)
+        closing = int(runs.still_aligning.sum())
+        assert (f"1 - corr still closing {closing}" in text) == (closing > 0)
+        assert f"mean {runs.corr_fro.mean():.4f}, min {runs.corr_fro.min():.4f}" in text
+        checked += 1
+    assert checked >= 10
+
+
+def test_an_svms_only_summary_reduces_the_feasible_seeds_as_pandas_does():
+    checked = 0
+    for runs in _golden_gd_runs(trained=False):
+        text = summary_text(runs, 1.0)
+        ok = runs[runs.feasible]
+        assert f"SVM at opt feasible: {len(ok)}/{len(runs)}" in text
+        for c, name in (("fro", "W^mm"), ("nuc", "W^mm_*")):
+            if f"rank_{c}" in runs:
+                assert f"{name} {ok[f'rank_{c}'].mean():.2f}" in text
+        checked += 1
+    assert checked >= 1

@@ -45,6 +45,12 @@ def test_the_compiled_routine_is_loaded_and_gives_scipys_numbers_bit_for_bit():
     assert errors > 0  # some maxiter runs out: the same RuntimeError as scipy's
 
 
+def test_a_column_b_is_taken_as_scipy_takes_it():
+    A, b = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]), np.array([[2.0], [1.0], [1.0]])
+    got, want = ours.nnls(A, b), scipy_nnls(A, b)
+    assert np.array_equal(got[0], want[0]) and got[1] == want[1]
+
+
 def test_bad_input_is_refused_as_scipy_refuses_it():
     with pytest.raises(ValueError):
         ours.nnls(np.ones((3, 2)), np.ones(4))

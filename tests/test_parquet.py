@@ -55,14 +55,25 @@ FRAMES = {
 FRAMES["attrs (pandas' way)"].attrs["note"] = "kept in the metadata"
 
 
+FRAMES["lists and seconds"] = pd.DataFrame(
+    {"l": [[1, 2], [3]], "s": [["a"], []], "t": pd.to_datetime(["2026-01-01", "2026-01-02"])}
+)
+FRAMES["lists and seconds"]["t"] = FRAMES["lists and seconds"]["t"].astype("datetime64[s]")
+PANDAS_WAY = {"attrs (pandas' way)", "non-string names (pandas' way)"}
+
+
 @pytest.mark.parametrize("name", FRAMES)
-def test_every_kind_of_column_is_written_as_pandas_writes_it(name):
+def test_every_kind_of_column_is_written_as_pandas_writes_it(name, monkeypatch):
+    monkeypatch.setattr(parquet, "_LAYOUTS", {})
     df = FRAMES[name]
     for _ in range(2):
         assert parquet.parquet_bytes(df) == _pandas_way(df), name
+    fast = [schema is not None for schema in parquet._LAYOUTS.values()]
+    assert fast == ([] if name in PANDAS_WAY else [True]), "this layout fell back to pandas' way"
 
 
 def test_a_layout_whose_bytes_would_differ_is_written_pandas_way(monkeypatch):
+    monkeypatch.setattr(parquet, "_LAYOUTS", {})
     df = FRAMES["numbers, NaN and bools"]
     written = parquet._written
     monkeypatch.setattr(parquet, "_written", lambda table: written(table) + b"!")

@@ -6,7 +6,9 @@ every job's start on a 2-core Xeon, a sweep worker's included. Here the compiled
 routine that scipy's ``nnls`` calls is loaded from its own file (3 ms) and called exactly as
 scipy's wrapper calls it, after the same argument checks: the same numbers, bit for bit
 (tests/test_nnls.py). Where scipy's wrapper does not read as the one this follows (another
-scipy), or the file will not load, ``scipy.optimize.nnls`` itself is used.
+scipy), or the file will not load, ``scipy.optimize.nnls`` itself is used. The routine's
+module is in ``sys.modules`` under its own name, its package not: a later
+``import scipy.optimize`` takes that module (SLSQP shares it) and works as ever.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ def nnls(A: np.ndarray, b: np.ndarray, maxiter: int | None = None) -> tuple[np.n
         return scipys(A, b, maxiter=maxiter)
     A = np.asarray_chkfinite(A, dtype=np.float64, order="C")
     b = np.asarray_chkfinite(b, dtype=np.float64)
+    if b.ndim == 2 and b.shape[1] == 1:  # a column, as scipy takes it
+        b = b.ravel()
     if A.ndim != 2 or b.ndim != 1 or A.shape[0] != b.shape[0]:
         raise ValueError(f"nnls: A must be 2-D and b 1-D of its rows, not {A.shape}, {b.shape}")
     x, rnorm, info = _COMPILED(A, b, maxiter or 3 * A.shape[1])

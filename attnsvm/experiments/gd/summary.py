@@ -50,17 +50,22 @@ class Columns:
         return self[col][0] if col in self else default
 
 
+def _floats(values: np.ndarray) -> np.ndarray:
+    """A column's values as floats: float32 stays float32 (pandas sums it in float32)."""
+    return values if values.dtype.kind == "f" else values.astype(float)
+
+
 def _mean(values: np.ndarray) -> float:
     """pandas' ``Series.mean``: the missing skipped (summed as 0, not counted); NaN if none."""
-    values = values.astype(float, copy=False)
+    values = _floats(values)
     present = ~np.isnan(values)
     count = int(present.sum())
-    return np.where(present, values, 0.0).sum() / count if count else math.nan
+    return np.where(present, values, 0).sum() / count if count else math.nan
 
 
 def _min(values: np.ndarray) -> float:
     """pandas' ``Series.min``: the missing skipped; NaN if none."""
-    values = values.astype(float, copy=False)
+    values = _floats(values)
     present = values[~np.isnan(values)]
     return present.min() if len(present) else math.nan
 
@@ -180,8 +185,11 @@ def convergence_advice(runs: pd.DataFrame | Columns) -> list[str]:
     if not bad.any():
         return []
     first = cols.first
-    why = {col: cols[col][bad].astype(bool) for col in (*REASONS, "saturated")}
-    moving = [f"{words} {int(why[col].sum())}" for col, words in REASONS.items() if why[col].any()]
+    why = {col: cols[col][bad].astype(bool) for col in (*REASONS, "saturated")}  # masks
+    counted = {col: _flags(cols[col][bad]) for col in REASONS}  # sums and any(): NaN skipped
+    moving = [
+        f"{words} {int(counted[col].sum())}" for col, words in REASONS.items() if counted[col].any()
+    ]
     unsaturated = int((~why["saturated"]).sum())
     against = f" (against {first('limit')})" if "limit" in cols else ""
     lines = [
@@ -206,7 +214,7 @@ def convergence_advice(runs: pd.DataFrame | Columns) -> list[str]:
         if first("optimizer") == "ngd":
             line += f", or a larger optimizer.lr (now {first('optimizer.lr'):g})"
         lines.append(line)
-    if why["stalled"].any():
+    if counted["stalled"].any():
         f64 = "" if first("dtype", "float64") == "float64" else " with dtype=float64"
         lines.append(
             f"  advice: optimizer.eps=0{f64}: ||grad L|| fell below optimizer.eps="
