@@ -67,37 +67,42 @@ def test_a_scipy_whose_wrapper_reads_otherwise_gets_scipy_optimize_itself(monkey
     assert np.array_equal(got[0], want[0]) and got[1] == want[1]
 
 
+def _fresh_python(*lines: str) -> str:
+    """What ``lines`` print, run in a fresh interpreter (nothing imported yet)."""
+    code = "\n".join(lines)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
 def test_the_nnls_path_does_not_import_scipy_optimize():
     """The reference Frobenius SVM (``solve.w_mm``: the batch's fallback, large instances)
     solves by NNLS, in a fresh process that never imports scipy.optimize."""
-    code = (
-        "import sys\n"
-        "import numpy as np\n"
-        "from attnsvm.config.schema import SolverConfig\n"
-        "from attnsvm.svm.solve import w_mm\n"
-        "rng = np.random.default_rng(0)\n"
-        "X, Z = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 8))\n"
-        "sol = w_mm(X, Z, np.array([0, 1, 2]), SolverConfig())\n"
-        "assert sol.status == 'optimal' and sol.margins.min() > 1 - 1e-6, sol\n"
-        "print('scipy.optimize' in sys.modules)\n"
+    printed = _fresh_python(
+        "import sys",
+        "import numpy as np",
+        "from attnsvm.config.schema import SolverConfig",
+        "from attnsvm.svm.solve import w_mm",
+        "rng = np.random.default_rng(0)",
+        "X, Z = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 8))",
+        "sol = w_mm(X, Z, np.array([0, 1, 2]), SolverConfig())",
+        "assert sol.status == 'optimal' and sol.margins.min() > 1 - 1e-6, sol",
+        "print('scipy.optimize' in sys.modules)",
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert printed == "False"
 
 
 def test_scipy_optimize_imported_after_it_works_as_ever():
     """The routine's module is loaded under its own name: a later ``import scipy.optimize``
     (a user's experiment) takes that module, and SLSQP, which shares it, still solves."""
-    code = (
-        "import numpy as np\n"
-        "from attnsvm.svm import nnls as ours\n"
-        "from scipy.optimize import minimize, nnls\n"
-        "rng = np.random.default_rng(1)\n"
-        "A, b = rng.standard_normal((6, 4)), rng.standard_normal(6)\n"
-        "assert np.array_equal(nnls(A, b)[0], ours.nnls(A, b)[0])\n"
-        "con = {'type': 'ineq', 'fun': lambda x: x[0] - 0.5}\n"
-        "r = minimize(lambda x: (x**2).sum(), np.ones(3), method='SLSQP', constraints=[con])\n"
-        "print(r.success and abs(r.x[0] - 0.5) < 1e-6)\n"
+    printed = _fresh_python(
+        "import numpy as np",
+        "from attnsvm.svm import nnls as ours",
+        "from scipy.optimize import minimize, nnls",
+        "rng = np.random.default_rng(1)",
+        "A, b = rng.standard_normal((6, 4)), rng.standard_normal(6)",
+        "assert np.array_equal(nnls(A, b)[0], ours.nnls(A, b)[0])",
+        "con = {'type': 'ineq', 'fun': lambda x: x[0] - 0.5}",
+        "r = minimize(lambda x: (x**2).sum(), np.ones(3), method='SLSQP', constraints=[con])",
+        "print(r.success and abs(r.x[0] - 0.5) < 1e-6)",
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "True"
+    assert printed == "True"
