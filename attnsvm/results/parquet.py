@@ -28,21 +28,23 @@ _LAYOUTS: dict[tuple, pa.Schema | None] = {}  # layout -> its schema; None: pand
 
 def parquet_bytes(df: pd.DataFrame) -> bytes:
     """``df`` as ``df.to_parquet(buffer, index=False)`` writes it (module doc)."""
-    columns = _columns(df)
+    names = df.columns.tolist()
+    columns = _columns(df, names)
     if columns is None:
         return _pandas_way(df)
     arrays = [pa.array(column, from_pandas=True) for column in columns]
+    types = [a.type for a in arrays]
     layout = (  # dtype objects, not their names: str() of 125 numpy dtypes took 0.2 ms
-        tuple(df.columns.tolist()),
+        tuple(names),
         df.columns.name,
         df.columns.dtype,
         tuple(column.dtype for column in columns),
-        tuple(a.type for a in arrays),
+        tuple(types),
     )
     if layout not in _LAYOUTS:
         expected = _pandas_way(df)
         schema = pq.read_schema(io.BytesIO(expected))  # pandas' own, as its file stores it
-        if schema.types != [a.type for a in arrays]:  # a type the file stores as another
+        if schema.types != types:  # a type the file stores as another
             schema = pa.Table.from_pandas(df, preserve_index=False).schema
         same = _written(pa.Table.from_arrays(arrays, schema=schema)) == expected
         _LAYOUTS[layout] = schema if same else None
@@ -53,14 +55,14 @@ def parquet_bytes(df: pd.DataFrame) -> bytes:
     return _written(pa.Table.from_arrays(arrays, schema=schema))
 
 
-def _columns(df: pd.DataFrame) -> list | None:
+def _columns(df: pd.DataFrame, names: list) -> list | None:
     """Each column's array (numpy or pandas' extension array), which pandas' route converts
     to arrow; None where this frame takes pandas' way (attrs, names that are not unique
     strings, an older pandas)."""
     column = getattr(df, "_get_column_array", None)  # the column's array, no Series made
     if column is None or df.attrs or not df.columns.is_unique:
         return None
-    if not all(isinstance(name, str) for name in df.columns.tolist()):
+    if not all(isinstance(name, str) for name in names):
         return None
     return [column(i) for i in range(df.shape[1])]
 
