@@ -43,7 +43,7 @@ from attnsvm.results.store import (
     remove_stale_temps,
     write_json,
 )
-from attnsvm.warm import freeze_imports
+from attnsvm.warm import freeze_imports, imports_uncollected
 
 log = logging.getLogger("attnsvm")
 
@@ -156,7 +156,8 @@ def execute(
         try:
             write_json({**job, "status": "running"}, out / JOB)
             try:
-                from attnsvm.job import run_job  # torch: not in a sweep's own process
+                with imports_uncollected():  # torch: not in a sweep's own process
+                    from attnsvm.job import run_job
 
                 freeze_imports()  # before the job (attnsvm/warm.py)
                 with Progress(run.progress_interval) as report:

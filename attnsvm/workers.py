@@ -40,7 +40,7 @@ import cloudpickle
 from attnsvm import adopted
 from attnsvm.interrupt import exit_now
 from attnsvm.lifeline import GRACE_S, watch_parent
-from attnsvm.warm import freeze_imports
+from attnsvm.warm import freeze_imports, imports_uncollected
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,10 @@ def _worker_main(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _quiet_exit)
     watch_parent(parent_pid)
-    for module in warm:
-        with contextlib.suppress(ImportError):  # the job that needs it fails, not the worker
-            importlib.import_module(module)
+    with imports_uncollected():  # attnsvm/warm.py
+        for module in warm:
+            with contextlib.suppress(ImportError):  # the job that needs it fails, not the worker
+                importlib.import_module(module)
     freeze_imports()  # the imports out of the collector's reach (attnsvm/warm.py)
     adopted.fork_siblings(functools.partial(_worker_main, parent_pid=parent_pid), conn, siblings)
     logging.raiseExceptions = False  # a full disk must not print logging's own tracebacks

@@ -20,9 +20,11 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Li
 
 WARM = textwrap.dedent(
     """
-    import os
+    import gc, os
     with open(os.environ["WARM_LOG"], "a") as fh:   # who imported this module
         fh.write(f"{os.getpid()}\\n")
+    with open(os.environ["WARM_LOG"] + ".gc", "a") as fh:  # with the collector paused?
+        fh.write(f"{gc.isenabled()}\\n")
     """
 )
 
@@ -36,7 +38,8 @@ SCRIPT = textwrap.dedent(
         if os.getpid() == victim:
             os.kill(os.getpid(), signal.SIGKILL)
         frozen = gc.get_freeze_count() > 1000  # the imports out of the collector's reach
-        return [os.getpid(), os.getppid(), "warmmod" in sys.modules and frozen]
+        ready = "warmmod" in sys.modules and frozen and gc.isenabled()  # collecting again
+        return [os.getpid(), os.getppid(), ready]
 
     if __name__ == "__main__":
         workers.start_early(("warmmod",), 2)
@@ -50,6 +53,7 @@ SCRIPT = textwrap.dedent(
             "values": [o.value for o in ran.values() if o.error is None],
             "errors": [o.error for o in ran.values() if o.error is not None],
             "imported_by": open(os.environ["WARM_LOG"]).read().split(),
+            "collector_at_import": open(os.environ["WARM_LOG"] + ".gc").read().split(),
             "started": pool.pids,
         }))
     """
@@ -65,9 +69,11 @@ def _run(tmp_path, victim: str) -> dict:
 def test_the_second_worker_is_forked_warm_and_is_the_sweeps_child(tmp_path):
     out = _run(tmp_path, "none")
     assert out["imported_by"] == [str(out["first"])], "the second worker imported again"
+    assert out["collector_at_import"] == ["False"], "imported with the collector running"
     ran_on = {pid: (parent, warm) for pid, parent, warm in out["values"]}
     assert set(ran_on) == {out["first"], out["second"]}, "a job ran outside the two workers"
-    # each is the script's own child, and has what the first imported, frozen (gc.freeze)
+    # each is the script's own child, and has what the first imported, frozen (gc.freeze),
+    # with the collector running again
     assert ran_on == {out["first"]: (out["me"], True), out["second"]: (out["me"], True)}
     assert sorted(out["started"]) == sorted([out["first"], out["second"]])
     assert not out["errors"]

@@ -36,6 +36,7 @@ def test_a_job_runs_with_the_imports_frozen_once_and_later_garbage_is_collected(
         # the first job froze the imports; the second froze nothing more (a frozen object can
         # still be freed by its reference count: the count may fall)
         assert frozen > 100_000 and gc.get_freeze_count() <= frozen
+        assert gc.isenabled()  # the job's imports paused the collector, and only them
 
         class Node:
             pass
@@ -47,3 +48,28 @@ def test_a_job_runs_with_the_imports_frozen_once_and_later_garbage_is_collected(
         """
     )
     assert out == "True"
+
+
+def test_imports_run_without_collections_and_the_collector_is_back_however_they_end():
+    out = _run(
+        """
+        import gc
+        from attnsvm.warm import imports_uncollected
+
+        seen = []
+        with imports_uncollected():
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+        try:
+            with imports_uncollected():
+                raise ImportError("no such module")
+        except ImportError:
+            seen.append(gc.isenabled())
+        gc.disable()  # a caller that paused it itself keeps it paused
+        with imports_uncollected():
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+        print(seen)
+        """
+    )
+    assert out == "[False, True, True, False, False]"
