@@ -47,8 +47,6 @@ from attnsvm.warm import freeze_imports, imports_uncollected
 
 log = logging.getLogger("attnsvm")
 
-register_configs()
-
 
 def _discard_output_dir(out: Path, parents: bool = False) -> None:
     """A config that fails validation leaves no half-written job directory behind (with
@@ -259,18 +257,20 @@ def main(cfg: DictConfig) -> str:
 
 
 def cli() -> None:
-    """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra."""
+    """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra
+    (the schemas registered for it here: a sweep's workers, forked before, never compose)."""
+    from hydra_plugins.attnsvm_local.early import is_local_sweep, start_early_workers
+
+    local_sweep = is_local_sweep(sys.argv[1:])
+    if local_sweep:  # first: their start runs beside the checks and Hydra's (killed if they fail)
+        start_early_workers(sys.argv[1:])
     try:
         check_override_keys(sys.argv[1:])
         check_group_options(sys.argv[1:], Path(str(resources.files(CONF_MODULE))))
         check_output_dir_overrides(sys.argv[1:])  # before Hydra fails to create them
     except ConfigError as exc:
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
-    from hydra_plugins.attnsvm_local.early import is_local_sweep, start_early_workers
-
-    local_sweep = is_local_sweep(sys.argv[1:])
-    if local_sweep:
-        start_early_workers(sys.argv[1:])  # their start runs beside Hydra's
+    register_configs()
     main()
     if _FINISHED_SINGLE_RUN or local_sweep:
         exit_now()  # every result is written: skip the interpreter's teardown

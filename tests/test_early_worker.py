@@ -150,3 +150,42 @@ def test_an_early_worker_no_pool_took_ends_with_the_command(tmp_path):
     while any(map(_alive, early)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(map(_alive, early)), "an early worker outlived the command that started it"
+
+
+def _marked(marker: str) -> list[int]:
+    """The live processes whose environment holds ``marker`` (a command and what it forked)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as fh:
+                    marked = marker.encode() in fh.read()
+            except OSError:
+                continue
+            if marked and _alive(int(entry)):
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_sweep_refused_for_a_bad_key_names_it_and_leaves_no_worker(tmp_path):
+    # the command forks its workers before it checks its keys (attnsvm.run.cli): a refusal
+    # must still end them with it
+    marker = f"ATTNSVM_TEST_MARK={os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), marker.split("=")[0]: marker.split("=")[1]}
+    argv = ["-m", "dataset.d=2,3", "optimizer.stepz=5", f"hydra.sweep.dir={tmp_path / 'sw'}"]
+    res = subprocess.run(
+        [sys.executable, "-m", "attnsvm.run", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 1, res.stderr
+    assert "unknown key 'optimizer.stepz'" in res.stderr and "steps" in res.stderr, res.stderr
+    deadline = time.monotonic() + 10
+    while _marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _marked(marker), "a worker outlived the refused command"
+    assert not (tmp_path / "sw").exists()
