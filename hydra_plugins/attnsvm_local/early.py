@@ -2,8 +2,9 @@
 
 A worker takes seconds to start (a fresh interpreter importing torch and pandas), and
 the sweep's own process takes seconds to compose and plan the sweep before it knows what to
-run. Started by ``attnsvm.run``'s ``cli`` before Hydra, the workers' start runs beside that,
-and the pool takes them (attnsvm.workers.start_early). Only where the command
+run. Started by ``attnsvm.run``'s ``cli`` before its key checks and Hydra, the workers' start
+runs beside those, and the pool takes them (attnsvm.workers.start_early); a command refused
+for a bad key ends them as it exits. Only where the command
 is a sweep on this launcher and the machine has a second core; as many as the sweep will
 use, as far as the command line tells before Hydra composes it (``early_workers``). A sweep
 with fewer jobs left to run ends the rest, having cost their cores some seconds.
