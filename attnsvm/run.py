@@ -154,10 +154,7 @@ def execute(
         try:
             write_json({**job, "status": "running"}, out / JOB)
             try:
-                with imports_uncollected():  # torch: not in a sweep's own process
-                    from attnsvm.job import run_job
-
-                freeze_imports()  # before the job (attnsvm/warm.py)
+                run_job = _job_runner()
                 with Progress(run.progress_interval) as report:
                     result = run_job(run, progress=report)
             except Exception as exc:
@@ -175,6 +172,15 @@ def execute(
             return _record_interrupted(job, out, exc, multirun)
     handoff.report(done)
     return "finished"
+
+
+def _job_runner():
+    """attnsvm.job's ``run_job``, imported here (torch: never in a sweep's own process) without
+    the garbage collector, then the process's imports frozen before its job (attnsvm/warm.py)."""
+    with imports_uncollected():
+        from attnsvm.job import run_job
+    freeze_imports()
+    return run_job
 
 
 def _record_interrupted(job: dict, out: Path, exc: JobInterrupted, multirun: bool) -> str:
