@@ -43,7 +43,7 @@ from attnsvm.results.store import (
     remove_stale_temps,
     write_json,
 )
-from attnsvm.warm import freeze_imports, imports_uncollected
+from attnsvm.warm import import_frozen
 
 log = logging.getLogger("attnsvm")
 
@@ -177,9 +177,9 @@ def execute(
 def _job_runner():
     """attnsvm.job's ``run_job``, imported here (torch: never in a sweep's own process) without
     the garbage collector, then the process's imports frozen before its job (attnsvm/warm.py)."""
-    with imports_uncollected():
-        from attnsvm.job import run_job
-    freeze_imports()
+    import_frozen(("attnsvm.job",))
+    from attnsvm.job import run_job
+
     return run_job
 
 

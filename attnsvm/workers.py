@@ -17,9 +17,7 @@ job in flight. A sweep's first workers may start with the command, before the sw
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
-import importlib
 import logging
 import multiprocessing as mp
 import os
@@ -40,7 +38,7 @@ import cloudpickle
 from attnsvm import adopted
 from attnsvm.interrupt import exit_now
 from attnsvm.lifeline import GRACE_S, watch_parent
-from attnsvm.warm import freeze_imports, imports_uncollected
+from attnsvm.warm import import_frozen
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +83,7 @@ def _worker_main(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _quiet_exit)
     watch_parent(parent_pid)
-    with imports_uncollected():  # attnsvm/warm.py
-        for module in warm:
-            with contextlib.suppress(ImportError):  # the job that needs it fails, not the worker
-                importlib.import_module(module)
-    freeze_imports()  # the imports out of the collector's reach (attnsvm/warm.py)
+    import_frozen(warm, missing_ok=True)  # attnsvm/warm.py
     adopted.fork_siblings(functools.partial(_worker_main, parent_pid=parent_pid), conn, siblings)
     logging.raiseExceptions = False  # a full disk must not print logging's own tracebacks
     while True:

@@ -73,3 +73,22 @@ def test_imports_run_without_collections_and_the_collector_is_back_however_they_
         """
     )
     assert out == "[False, True, True, False, False]"
+
+
+def test_import_frozen_skips_a_missing_warm_module_only_when_asked_and_freezes_once():
+    out = _run(
+        """
+        import gc
+        from attnsvm.warm import import_frozen
+
+        import_frozen(("no_such_module_xyz", "json"), missing_ok=True)  # a worker's warm list
+        frozen = gc.get_freeze_count()
+        try:
+            import_frozen(("no_such_module_xyz",))  # a job's own: its error is the job's
+            raised = False
+        except ImportError:
+            raised = True
+        print(frozen > 0, raised, gc.isenabled())
+        """
+    )
+    assert out == "True True True"
