@@ -4,7 +4,9 @@ hashes (full and shortened) to cases.json and its tables to
 tables/<machine kind>/<case>.runs.parquet and <case>.trajectory.parquet; tests/test_golden.py
 recomputes them and compares bit for bit.
 
-Each kind of machine has its own set of tables (``machine_kind``): even at the baseline kernel
+Each kind of machine has its own set of tables (``machine_kind``), compared bit for bit; a kind
+without one is compared with the nearest known set within the tolerances that tolerances.py
+declares per column (``reference_kind``). Even at the baseline kernel
 level an Intel Xeon (AVX-512) and an AMD EPYC (AVX2) give different last bits. MKL picks its code
 branch by the CPU's vendor, but pinning its compatible branch (MKL_CBWR=COMPATIBLE) still left 55
 of the 93 distinct cases different (79 without), so the cause is not MKL's alone. A full
@@ -109,6 +111,28 @@ def machine_kind() -> str:
 def known_kinds() -> list[str]:
     """The machine kinds that have a set of tables."""
     return sorted(p.name for p in TABLES.iterdir() if p.is_dir()) if TABLES.is_dir() else []
+
+
+def reference_kind() -> tuple[str, bool]:
+    """(the set this machine's tables are compared with, whether bit for bit).
+
+    Its own kind's set, bit for bit, where there is one. Else, or where the environment names a
+    set in ATTNSVM_GOLDEN_REFERENCE, a known set within the tolerances of tolerances.py: the
+    named one, or the nearest (same CPU vendor, then same x86-64 level, then the first)."""
+    kind, known = machine_kind(), known_kinds()
+    named = os.environ.get("ATTNSVM_GOLDEN_REFERENCE")
+    if named:
+        if named not in known:
+            raise ValueError(f"ATTNSVM_GOLDEN_REFERENCE={named}: no such set ({', '.join(known)})")
+        return named, False
+    if kind in known:
+        return kind, True
+    vendor, _, level = kind.partition("-")
+    for near in (lambda k: k.startswith(vendor + "-"), lambda k: k.endswith("-" + level)):
+        match = [k for k in known if near(k)]
+        if match:
+            return match[0], False
+    return known[0], False
 
 
 def tables(kind: str | None = None) -> Path:
