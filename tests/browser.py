@@ -48,10 +48,14 @@ def _apt(*args: str) -> None:
         raise BrowserUnavailable(f"apt-get {' '.join(args)} failed ({res.returncode}):\n{tail}")
 
 
+def chromium_installed() -> bool:
+    return CHROMIUM.exists() and CHROMEDRIVER.exists()
+
+
 def ensure_chromium() -> str:
     """Install Debian's chromium and chromium-driver when either binary is missing; returns
     what was done (for the test's log)."""
-    if CHROMIUM.exists() and CHROMEDRIVER.exists():
+    if chromium_installed():
         return "chromium already installed"
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         raise BrowserUnavailable(

@@ -24,6 +24,37 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
 
+# Tests that install or start system software (Slurm with MariaDB, Debian's Chromium) run only
+# where that is asked for: in CI (CI=true) or by this variable. Elsewhere they skip, saying so.
+SYSTEM_OPT_IN = "ATTNSVM_SYSTEM_TESTS"
+
+
+def system_software_allowed() -> bool:
+    return os.environ.get("CI", "").lower() == "true" or os.environ.get(SYSTEM_OPT_IN) == "1"
+
+
+def skip_unless_system_software(what: str) -> None:
+    """Skip the calling test or fixture unless it may install ``what`` system-wide."""
+    if not system_software_allowed():
+        pytest.skip(
+            f"would install or start {what} system-wide: run with CI=true or {SYSTEM_OPT_IN}=1"
+        )
+
+
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.system("what")``: a test that always installs or starts system software."""
+    if system_software_allowed():
+        return
+    for item in items:
+        mark = item.get_closest_marker("system")
+        if mark is not None:
+            reason = (
+                f"would install or start {mark.args[0]} system-wide: run with CI=true or "
+                f"{SYSTEM_OPT_IN}=1"
+            )
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
 def pytest_report_header(config):
     """Which golden set tests/test_golden.py compares with, and how."""
     sys.path.insert(0, str(REPO / "tests" / "golden"))

@@ -4,7 +4,9 @@
 
 The cluster (slurmctld, slurmd, slurmdbd with MariaDB, munge: Debian's Slurm 22.05) is brought
 up by .ci/slurm-cluster.sh, which installs the packages when they are missing; that needs root
-on a Debian machine. Where it cannot come up the tests fail saying why: they never skip.
+on a Debian machine. Because it installs and starts system daemons, the tier runs only in CI
+(CI=true) or when asked for (ATTNSVM_SYSTEM_TESTS=1); elsewhere it skips saying so. Where the
+cluster cannot come up the tests fail saying why.
 Deselect them with ``-m "not cluster"``. A cluster this module started is torn down at its end.
 """
 
@@ -24,7 +26,7 @@ import pytest
 
 from cli_helpers import REPO, attnsvm_cmd, cli_env, read_job_json, run_cli, sweep_table
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.system("Slurm and MariaDB")]
 
 SCRIPT = REPO / ".ci" / "slurm-cluster.sh"
 STATE = Path(os.environ.get("ATTNSVM_SLURM_DIR", "/var/tmp/attnsvm-slurm"))
