@@ -57,6 +57,9 @@ def write_page(sweep_dir: Path, out: Path | None, tmp: Path) -> Path:
     from attnsvm.results.aggregate import AggregateError, aggregate
     from attnsvm.results.sweep_report import REPORT, write_report
 
+    if not sweep_dir.is_dir():
+        what = "does not exist" if not sweep_dir.exists() else "is not a directory"
+        raise AggregateError(f"{sweep_dir} {what}: name a sweep directory")
     summary_dir = None
     writable = os.access(sweep_dir, os.W_OK) and (
         not (sweep_dir / "summary").exists() or os.access(sweep_dir / "summary", os.W_OK)

@@ -130,12 +130,64 @@ def test_errors_are_one_attnsvm_line_and_exit_2(sweeps, tmp_path, capsys, query,
     assert err.startswith("attnsvm: ") and message in err and err.count("\n") == 1
 
 
-def test_no_finished_job_is_an_error(tmp_path):
+def test_with_no_finished_job_the_jobs_view_still_answers(tmp_path, capsys):
+    """The failed-jobs query is needed exactly when nothing finished; ``runs`` then says why it
+    is missing in one line."""
     make_troubled_sweep(tmp_path / "t")
     for job in ("0", "1"):
         (tmp_path / "t" / job / "job.json").unlink()
-    with pytest.raises(QueryError, match="no finished job"):
-        sql("SELECT 1", tmp_path / "t")
+    jobs = sql("SELECT status, count(*) AS n FROM jobs GROUP BY ALL ORDER BY status", tmp_path / "t")
+    assert "finished" not in set(jobs.status) and jobs.n.sum() >= 1
+    with pytest.raises(QueryError, match="no finished job below .* no runs or trajectory view"):
+        sql("SELECT * FROM runs", tmp_path / "t")
+    assert main(["SELECT count(*) FROM trajectory", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnsvm: no finished job") and err.count("\n") == 1
+
+
+def test_a_broken_job_is_left_out_of_runs_with_one_line_each(tmp_path, capsys):
+    make_sweep(tmp_path / "s", ds=(2, 4), kinds=("w",))
+    job = sorted((tmp_path / "s").glob("*/runs.parquet"))[-1]
+    job.write_bytes(job.read_bytes()[:100])
+    assert main(["SELECT count(*) AS n FROM runs", str(tmp_path / "s")]) == 0
+    out, err = capsys.readouterr()
+    assert out.split()[-1] == "3"  # the intact job's rows
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"attnsvm: broken job left out of runs: {job.parent.resolve()} (runs.parquet: 100 bytes"
+    ), err
+
+
+def test_a_job_directory_copied_inside_its_sweep_counts_once(tmp_path, capsys):
+    import shutil
+
+    make_sweep(tmp_path / "s", ds=(2, 4), kinds=("w",))
+    first = sorted(p.parent for p in (tmp_path / "s").glob("*/job.json"))[0]
+    shutil.copytree(first, tmp_path / "s" / "zz_copy")
+    runs = sql("SELECT d, seed FROM runs ORDER BY d, seed", tmp_path / "s")
+    assert len(runs) == 2 * 3 and not runs.duplicated().any()
+    err = capsys.readouterr().err
+    assert "copy left out of runs" in err and "zz_copy" in err
+    assert len(sql("SELECT * FROM jobs", tmp_path / "s")) == 3  # every job.json still listed
+
+
+def test_a_job_json_of_non_utf8_bytes_is_unreadable_naming_its_file(tmp_path, capsys):
+    """Every reader of a sweep: the job reads ``unreadable`` with its path (query, aggregate),
+    and a re-run computes it again (``read_job``: no record), never a UnicodeDecodeError."""
+    from attnsvm.results.aggregate import load_sweep
+    from attnsvm.results.store import read_job
+
+    make_sweep(tmp_path / "s", ds=(2, 4), kinds=("w",))
+    bad = sorted((tmp_path / "s").glob("*/job.json"))[-1]
+    bad.write_bytes(b"\x00\xff\xfe garbage")
+    assert read_job(bad.parent) is None
+    jobs = sql("SELECT status, error FROM jobs ORDER BY job", tmp_path / "s")
+    assert list(jobs.status) == ["finished", "unreadable"]
+    assert str(bad) in jobs.error.iloc[1] and "UnicodeDecodeError" in jobs.error.iloc[1]
+    assert len(sql("SELECT * FROM runs", tmp_path / "s")) == 3
+    assert f"unreadable job left out of runs: {bad.parent.resolve()}" in capsys.readouterr().err
+    sweep = load_sweep(tmp_path / "s")
+    assert "unreadable" in set(sweep.jobs.status) and len(sweep.runs) == 3
 
 
 def test_sql_is_public_api(sweeps):

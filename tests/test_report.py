@@ -233,6 +233,18 @@ def test_report_cli_errors_and_aggregate_writes_the_report(tmp_path, capsys):
     assert (tmp_path / "s" / "report.html").stat().st_size > 0
 
 
+@pytest.mark.parametrize("where", ["missing", "a_file"])
+def test_report_on_a_misspelt_directory_says_so_and_writes_nothing(tmp_path, capsys, where):
+    path = tmp_path / where
+    if where == "a_file":
+        path.write_text("x")
+    assert report.main([str(path)]) == 2
+    err = capsys.readouterr().err
+    what = "does not exist" if where == "missing" else "is not a directory"
+    assert err == f"attnsvm: {path} {what}: name a sweep directory\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if where == "missing" else [where])
+
+
 def test_a_job_that_failed_before_hydra_wrote_its_overrides_reads_failed_everywhere(
     tmp_path, capsys
 ):

@@ -17,7 +17,9 @@ of the job's parent for a single run), ``job`` (the job directory relative to it
 says ``finished`` and whose tables match what it recorded enter ``runs`` and ``trajectory``:
 job.json is written last, so any other job's tables may be partial; a finished job whose tables
 were damaged since (truncated, overwritten) reads ``broken`` in ``jobs``, with what is wrong, and
-a re-run of its sweep recomputes it. Sweeps with different columns combine by column name; a
+a re-run of its sweep recomputes it. Each job left out of ``runs`` that is broken, unreadable or
+a copy of another job of its sweep (same config hash) gets one ``attnsvm:`` line on stderr;
+where no job finished, the ``jobs`` view still answers. Sweeps with different columns combine by column name; a
 column a sweep lacks is NULL in its rows.
 """
 
@@ -108,8 +110,33 @@ def _table_view(con, name: str, files: pd.DataFrame) -> None:
         ) from None
 
 
-def connect(dirs: list[str | Path]):
-    """A DuckDB connection with the views ``runs``, ``trajectory`` and ``jobs`` over ``dirs``."""
+def in_tables(jobs: list[JobDir]) -> tuple[list[JobDir], list[str]]:
+    """The jobs whose tables enter ``runs`` and ``trajectory`` (finished and intact, one per
+    config hash and sweep, the first in path order: a job directory copied inside its sweep
+    counts once, as in ``aggregate``), and one line for each job left out that is broken or a
+    copy. Jobs still running or failed are in the ``jobs`` view only, as their status says."""
+    kept, left_out, seen = [], [], {}
+    for j in jobs:
+        status = j.record.get("status")
+        if status in ("broken", "unreadable"):
+            why = j.record.get("error") or status
+            left_out.append(f"{status} job left out of runs: {j.path} ({why})")
+            continue
+        if status != "finished":
+            continue
+        key = (j.sweep_dir, j.record.get("config_hash"))
+        if key in seen:
+            left_out.append(f"copy left out of runs: {j.path} (same config hash as {seen[key]})")
+            continue
+        seen[key] = j.path
+        kept.append(j)
+    return kept, left_out
+
+
+def connect(dirs: list[str | Path], left_out: list[str] | None = None):
+    """A DuckDB connection with the views ``runs``, ``trajectory`` and ``jobs`` over ``dirs``;
+    ``left_out`` (when given) receives one line per job kept out of ``runs`` (``in_tables``).
+    Where no job finished, only ``jobs`` exists: that is when it is needed."""
     import duckdb
 
     jobs = find_jobs(dirs)
@@ -119,9 +146,9 @@ def connect(dirs: list[str | Path]):
     con = duckdb.connect()
     con.register("_jobs", pd.DataFrame([j.row for j in jobs]))
     con.execute("CREATE VIEW jobs AS SELECT * FROM _jobs")
-    finished = [j for j in jobs if j.record.get("status") == "finished"]
-    if not finished:
-        raise QueryError(f"no finished job below {', '.join(str(d) for d in dirs)}")
+    finished, lines = in_tables(jobs)
+    if left_out is not None:
+        left_out.extend(lines)
     for name, table in (("runs", RUNS), ("trajectory", TRAJECTORY)):
         files = [{**j.row, "filename": str(j.path / table)} for j in finished]
         files = [f for f in files if Path(f["filename"]).is_file()]
@@ -158,9 +185,21 @@ def sql(query: str, *dirs: str | Path) -> pd.DataFrame:
 
     if not dirs:
         raise QueryError("no directory given: name at least one sweep or results folder")
-    con = connect(list(dirs))
+    left_out: list[str] = []
+    con = connect(list(dirs), left_out)
+    for line in left_out:  # the answer stands on the readable jobs; say which were not
+        print(f"attnsvm: {line}", file=sys.stderr)
     try:
         return _frame(con.sql(query))
+    except duckdb.CatalogException as exc:
+        views = {r[0] for r in con.sql("SELECT view_name FROM duckdb_views()").fetchall()}
+        missing = {"runs", "trajectory"} - views
+        if missing and any(v in str(exc) for v in missing):
+            raise QueryError(
+                f"no finished job below {', '.join(map(str, dirs))}, so there is no "
+                f"{' or '.join(sorted(missing))} view; the jobs view lists every job"
+            ) from None
+        raise QueryError(f"the query failed: {str(exc).splitlines()[0]}") from None
     except duckdb.Error as exc:
         raise QueryError(f"the query failed: {str(exc).splitlines()[0]}") from None
     finally:

@@ -72,12 +72,13 @@ def write_json(obj: dict, path: Path) -> None:
 
 
 def read_job(job_dir: Path) -> dict | None:
-    """job.json of ``job_dir``, or None when there is none (or it is not valid JSON)."""
+    """job.json of ``job_dir``, or None when there is none or it is not JSON (invalid, or not
+    UTF-8 text: a ``ValueError`` either way), so that the job is computed again."""
     path = Path(job_dir) / JOB
     try:
-        with open(path) as fh:
+        with open(path, encoding="utf-8") as fh:
             job = json.load(fh)
-    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
+    except (FileNotFoundError, NotADirectoryError, ValueError):
         return None
     return job if isinstance(job, dict) else None  # e.g. `[]`: not a record of ours
 
@@ -87,10 +88,10 @@ def scan_jobs(sweep_dir: Path) -> Iterator[tuple[Path, dict]]:
     that cannot be read gives status ``unreadable``, so summaries list it instead of losing it."""
     for path in sorted(Path(sweep_dir).rglob(JOB)):
         try:
-            with open(path) as fh:
+            with open(path, encoding="utf-8") as fh:
                 job = json.load(fh)
-        except (OSError, json.JSONDecodeError) as exc:
-            job = {"status": "unreadable", "error": repr(exc)}
+        except (OSError, ValueError) as exc:  # ValueError: invalid JSON or not UTF-8 text
+            job = {"status": "unreadable", "error": f"{path}: {type(exc).__name__}: {exc}"}
         yield path.parent, job if isinstance(job, dict) else {"status": "unreadable"}
 
 
