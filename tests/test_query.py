@@ -136,7 +136,9 @@ def test_with_no_finished_job_the_jobs_view_still_answers(tmp_path, capsys):
     make_troubled_sweep(tmp_path / "t")
     for job in ("0", "1"):
         (tmp_path / "t" / job / "job.json").unlink()
-    jobs = sql("SELECT status, count(*) AS n FROM jobs GROUP BY ALL ORDER BY status", tmp_path / "t")
+    jobs = sql(
+        "SELECT status, count(*) AS n FROM jobs GROUP BY ALL ORDER BY status", tmp_path / "t"
+    )
     assert "finished" not in set(jobs.status) and jobs.n.sum() >= 1
     with pytest.raises(QueryError, match="no finished job below .* no runs or trajectory view"):
         sql("SELECT * FROM runs", tmp_path / "t")

@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from browser import BrowserUnavailable, chromium, chromium_installed, ensure_chromium
-from conftest import skip_unless_system_software
 from cli_helpers import REPO, cli_env, run_cli
+from conftest import skip_unless_system_software
 
 pytestmark = pytest.mark.slow
 

@@ -19,8 +19,8 @@ job.json is written last, so any other job's tables may be partial; a finished j
 were damaged since (truncated, overwritten) reads ``broken`` in ``jobs``, with what is wrong, and
 a re-run of its sweep recomputes it. Each job left out of ``runs`` that is broken, unreadable or
 a copy of another job of its sweep (same config hash) gets one ``attnsvm:`` line on stderr;
-where no job finished, the ``jobs`` view still answers. Sweeps with different columns combine by column name; a
-column a sweep lacks is NULL in its rows.
+where no job finished, the ``jobs`` view still answers. Sweeps with different columns combine by
+column name; a column a sweep lacks is NULL in its rows.
 """
 
 from __future__ import annotations

@@ -40,27 +40,38 @@ class Tol:
 
 RULES = (
     Tol(
-        "svm_path_*", 0, 0, compare=False,
+        "svm_path_*",
+        0,
+        0,
+        compare=False,
         why="which certified route answered (the batched solver or the reference one) depends "
         "on a certificate near its threshold; both answers are certified and their numbers are "
         "compared in the SVM columns",
     ),
     Tol(
-        "steps_needed", 1e-4, 0,
+        "steps_needed",
+        1e-4,
+        0,
         why="an extrapolation of the steps GD needs to reach a target: a ratio of small "
         "differences, it grows rounding (4.4e-5 AMD-v3 vs Intel-v4)",
     ),
     Tol(
-        "rate_*", 1e-4, 0,
+        "rate_*",
+        1e-4,
+        0,
         why="a convergence rate fitted to log-distances: a slope of small differences "
         "(7.1e-6 AMD-v3 vs Intel-v4)",
     ),
     Tol(
-        "gap_shrink", 1e-4, 0,
+        "gap_shrink",
+        1e-4,
+        0,
         why="a ratio of two small gaps (7.2e-6 AMD-v3 vs Intel-v4)",
     ),
     Tol(
-        "grad_norm", 1e-6, 1e-8,
+        "grad_norm",
+        1e-6,
+        1e-8,
         why="near convergence the gradient is a sum of nearly cancelling terms of size ~1e-9: "
         "its rounding is of its own size",
     ),
@@ -74,7 +85,9 @@ RULES = (
 LOOSE_TRAJECTORY = {
     "sweep_rankdyn_3": (
         Tol(
-            "sv*", 1e-2, 0.1,
+            "sv*",
+            1e-2,
+            0.1,
             why="(K,Q) with the normalized step from alpha = 1: seed 1's direction turns fast near "
             "step 212, where AMD-v3 and Intel-v4 differ by up to 0.09 in the singular values of "
             "K Q^T (the largest is ~85); the final rows agree to 4e-9",
@@ -94,8 +107,10 @@ def _as_float(values: np.ndarray) -> np.ndarray | None:
         return values.astype(float)
     if values.dtype.kind != "O":
         return None
-    ok = all(v is None or (isinstance(v, (float, int, np.number)) and not isinstance(v, bool))
-             for v in values)
+    ok = all(
+        v is None or (isinstance(v, (float, int, np.number)) and not isinstance(v, bool))
+        for v in values
+    )
     return np.array([np.nan if v is None else float(v) for v in values]) if ok else None
 
 
@@ -103,6 +118,25 @@ def _equal(x, y) -> bool:
     if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
         return np.array_equal(np.asarray(x), np.asarray(y))
     return x == y or (x != x and y != y) or (x is None and y is None)
+
+
+def _column(a: np.ndarray, b: np.ndarray, tol: Tol) -> tuple[np.ndarray, callable]:
+    """(which rows agree, what to say of row i) for one column, by its rule."""
+    fa, fb = _as_float(a), _as_float(b)
+    if a.dtype.kind in "biu" or b.dtype.kind in "biu" or fa is None or fb is None:
+        same = np.array([_equal(x, y) for x, y in zip(a, b, strict=True)])
+        return same, lambda i: f"{a[i]!r} vs {b[i]!r} (must be equal)"
+    nan_a, nan_b = np.isnan(fa), np.isnan(fb)
+    with np.errstate(invalid="ignore"):
+        close = (np.abs(fa - fb) <= tol.atol + tol.rtol * np.abs(fb)) | (fa == fb)
+    same = np.where(nan_a | nan_b, nan_a & nan_b, close)
+    return (
+        same,
+        lambda i: (
+            f"{fa[i]!r} vs {fb[i]!r}, difference {fa[i] - fb[i]:.3g}, allowed "
+            f"{tol.atol:g} + {tol.rtol:g} * |want| ({tol.pattern}: {tol.why})"
+        ),
+    )
 
 
 def mismatches(got: pd.DataFrame, want: pd.DataFrame, first: tuple[Tol, ...] = ()) -> list[str]:
@@ -117,21 +151,7 @@ def mismatches(got: pd.DataFrame, want: pd.DataFrame, first: tuple[Tol, ...] = (
         tol = rule(col, first)
         if not tol.compare:
             continue
-        a, b = got[col].to_numpy(), want[col].to_numpy()
-        fa, fb = _as_float(a), _as_float(b)
-        exact = a.dtype.kind in "biu" or b.dtype.kind in "biu" or fa is None or fb is None
-        if exact:
-            same = np.array([_equal(x, y) for x, y in zip(a, b, strict=True)])
-            detail = lambda i: f"{a[i]!r} vs {b[i]!r} (must be equal)"  # noqa: E731
-        else:
-            nan_a, nan_b = np.isnan(fa), np.isnan(fb)
-            with np.errstate(invalid="ignore"):
-                close = (np.abs(fa - fb) <= tol.atol + tol.rtol * np.abs(fb)) | (fa == fb)
-            same = np.where(nan_a | nan_b, nan_a & nan_b, close)
-            detail = lambda i: (  # noqa: E731
-                f"{fa[i]!r} vs {fb[i]!r}, difference {fa[i] - fb[i]:.3g}, allowed "
-                f"{tol.atol:g} + {tol.rtol:g} * |want| ({tol.pattern}: {tol.why})"
-            )
+        same, detail = _column(got[col].to_numpy(), want[col].to_numpy(), tol)
         if not same.all():
             i = int(np.argmin(same))
             where = ", ".join(f"{k}={want[k].iloc[i]}" for k in ("seed", "step") if k in want)
