@@ -56,18 +56,27 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_report_header(config):
-    """Which golden set tests/test_golden.py compares with, and how."""
+    """Which golden sets tests/test_golden.py compares with, and how."""
+    import json
+
     sys.path.insert(0, str(REPO / "tests" / "golden"))
     import make
     import tolerances
 
-    kind, own = make.reference_kind()
-    if own:
-        return f"golden tables: {kind}, this machine kind's own set, bit for bit"
-    return (
-        f"golden tables: this machine is {make.machine_kind()}; compared with the set of {kind} "
-        f"within tolerances: {tolerances.describe()}"
-    )
+    cases = json.loads((REPO / "tests" / "golden" / "cases.json").read_text())
+    by = {}
+    for name in cases:
+        try:
+            by.setdefault(make.reference_kind(name, cases), []).append(name)
+        except LookupError:
+            by.setdefault(("no set", False), []).append(name)
+    lines = [f"golden tables on this machine kind, {make.machine_kind()}:"]
+    for (kind, own), names in sorted(by.items()):
+        how = "bit for bit" if own else "within tolerances"
+        lines.append(f"  {len(names)} cases against the set of {kind}, {how}")
+    if not all(own for _, own in by):
+        lines.append(f"  tolerances: {tolerances.describe()}")
+    return lines
 
 
 @pytest.fixture

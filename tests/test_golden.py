@@ -32,14 +32,23 @@ def test_the_fixtures_cover_every_sweep_and_both_engines():
     assert {name.rsplit("_", 1)[1] for name in CASES} == {"torch", "auto"}
 
 
-def test_every_machine_kinds_set_holds_every_case():
-    """A set of tables per machine kind (make.py --this-machine), each complete."""
+def test_every_case_has_tables_and_no_set_holds_a_stale_one():
+    """Each set's tables are of current cases, made for their current config hash (make.py
+    removes the others); every case is held by some set, and by this kind's own set if any."""
     import make
 
-    want = {f"{name}.{table}.parquet" for name in CASES for table in ("runs", "trajectory")}
     assert make.known_kinds(), "no set of golden tables"
+    held = {}
     for kind in make.known_kinds():
-        assert {p.name for p in make.tables(kind).glob("*.parquet")} == want, kind
+        for path in sorted(make.tables(kind).glob("*.parquet")):
+            name, table = path.name.split(".")[:2]
+            assert name in CASES and table in ("runs", "trajectory"), f"{kind}: {path.name}"
+            assert make.holds(kind, name, CASES), f"{kind}: {name} is stale (make.py prunes it)"
+            held.setdefault(name, set()).add(kind)
+    assert set(held) == set(CASES), sorted(set(CASES) - set(held))
+    own = make.machine_kind()
+    if own in make.known_kinds():
+        assert all(own in kinds for kinds in held.values()), own
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -60,14 +69,17 @@ def make_short() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def reference() -> tuple[Path, tuple]:
-    """The set of tables compared with, and how: this machine kind's own set bit for bit, else
-    the nearest known set within tolerances.py (make.reference_kind; the session header says
-    which)."""
+def reference():
+    """case -> (its set of tables, bit for bit or not): this machine kind's own set bit for bit
+    where it holds the case, else the nearest known set within tolerances.py
+    (make.reference_kind; the session's header says which)."""
     import make
 
-    kind, own = make.reference_kind()
-    return make.tables(kind), own
+    def of(name: str) -> tuple[Path, bool]:
+        kind, own = make.reference_kind(name, CASES)
+        return make.tables(kind), own
+
+    return of
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +110,7 @@ def test_tables_match_the_reference(name, recomputed, reference):
     import tolerances
 
     case = CASES[name]
-    tables, own = reference
+    tables, own = reference(name)
     runs = pd.read_parquet(recomputed / f"{name}.runs.parquet")
     assert set(runs.pop("config_hash_check")) == {case["hash"]}
     traj = pd.read_parquet(recomputed / f"{name}.trajectory.parquet")
@@ -187,3 +199,17 @@ def test_a_machine_kind_takes_its_own_set_else_the_nearest(monkeypatch, kind, re
     monkeypatch.setenv("ATTNSVM_GOLDEN_REFERENCE", "nope")
     with pytest.raises(ValueError, match="no such set"):
         make.reference_kind()
+
+
+def test_a_case_its_own_set_lacks_is_compared_with_the_nearest_set_that_holds_it(monkeypatch):
+    import make
+
+    monkeypatch.delenv("ATTNSVM_GOLDEN_REFERENCE", raising=False)
+    monkeypatch.setattr(make, "known_kinds", lambda: KNOWN)
+    monkeypatch.setattr(make, "machine_kind", lambda: "GenuineIntel-x86-64-v4")
+    monkeypatch.setattr(make, "holds", lambda kind, name, cases=None: kind in held[name])
+    held = {"a": set(KNOWN), "b": {"AuthenticAMD-x86-64-v3"}, "c": set()}
+    assert make.reference_kind("a") == ("GenuineIntel-x86-64-v4", True)
+    assert make.reference_kind("b") == ("AuthenticAMD-x86-64-v3", False)
+    with pytest.raises(LookupError, match="no set of golden tables holds c"):
+        make.reference_kind("c")

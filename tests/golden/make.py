@@ -10,7 +10,9 @@ declares per column (``reference_kind``). Even at the baseline kernel
 level an Intel Xeon (AVX-512) and an AMD EPYC (AVX2) give different last bits. MKL picks its code
 branch by the CPU's vendor, but pinning its compatible branch (MKL_CBWR=COMPATIBLE) still left 55
 of the 93 distinct cases different (79 without), so the cause is not MKL's alone. A full
-``make.py`` (new cases or new numbers) keeps only this machine's set: the others would be stale.
+``make.py`` (new cases or new numbers) rewrites this machine's set and removes from the others
+the tables of cases whose config hash changed (each runs table records its hash): those cases are
+then compared on those kinds with the nearest set that holds them, within the tolerances.
 ``make.py --this-machine`` adds this machine's set to the current cases, touching no other.
 
 A case is a list of overrides. A sweep contributes the jobs that take the first value of every
@@ -113,18 +115,37 @@ def known_kinds() -> list[str]:
     return sorted(p.name for p in TABLES.iterdir() if p.is_dir()) if TABLES.is_dir() else []
 
 
-def reference_kind() -> tuple[str, bool]:
-    """(the set this machine's tables are compared with, whether bit for bit).
+def holds(kind: str, name: str, cases: dict | None = None) -> bool:
+    """Whether ``kind``'s set has tables of case ``name`` made for its current config hash (a
+    set made before a case changed holds a stale table, or none, for it)."""
+    import pandas as pd
 
-    Its own kind's set, bit for bit, where there is one. Else, or where the environment names a
-    set in ATTNSVM_GOLDEN_REFERENCE, a known set within the tolerances of tolerances.py: the
-    named one, or the nearest (same CPU vendor, then same x86-64 level, then the first)."""
+    cases = cases or json.loads((HERE / "cases.json").read_text())
+    runs = TABLES / kind / f"{name}.runs.parquet"
+    if not (runs.is_file() and (TABLES / kind / f"{name}.trajectory.parquet").is_file()):
+        return False
+    chash = pd.read_parquet(runs, columns=["config_hash"]).config_hash
+    return set(chash) == {cases[name]["hash"]}
+
+
+def reference_kind(name: str | None = None, cases: dict | None = None) -> tuple[str, bool]:
+    """(the set this machine's tables of case ``name`` are compared with, whether bit for bit).
+
+    Its own kind's set, bit for bit, where that holds the case. Else, or where the environment
+    names a set in ATTNSVM_GOLDEN_REFERENCE, a known set within the tolerances of tolerances.py:
+    the named one, or the nearest that holds the case (same CPU vendor, then same x86-64 level,
+    then any). Without ``name``: the set for the cases this machine's own set holds, or the
+    nearest set."""
     kind, known = machine_kind(), known_kinds()
     named = os.environ.get("ATTNSVM_GOLDEN_REFERENCE")
     if named:
         if named not in known:
             raise ValueError(f"ATTNSVM_GOLDEN_REFERENCE={named}: no such set ({', '.join(known)})")
         return named, False
+    if name is not None:
+        known = [k for k in known if holds(k, name, cases)]
+        if not known:
+            raise LookupError(f"no set of golden tables holds {name}: run tests/golden/make.py")
     if kind in known:
         return kind, True
     vendor, _, level = kind.partition("-")
@@ -133,6 +154,21 @@ def reference_kind() -> tuple[str, bool]:
         if match:
             return match[0], False
     return known[0], False
+
+
+def prune_stale() -> list[str]:
+    """Remove from every set the tables of cases that are gone or whose config hash changed;
+    returns what was removed. Every other table stays: its bits still hold on its kind."""
+    cases = json.loads((HERE / "cases.json").read_text())
+    removed = []
+    for kind in known_kinds():
+        for path in sorted((TABLES / kind).glob("*.runs.parquet")):
+            name = path.name.split(".")[0]
+            if name not in cases or not holds(kind, name, cases):
+                for table in ("runs", "trajectory"):
+                    (TABLES / kind / f"{name}.{table}.parquet").unlink(missing_ok=True)
+                removed.append(f"{kind}/{name}")
+    return removed
 
 
 def tables(kind: str | None = None) -> Path:
@@ -263,17 +299,13 @@ def add_this_machine() -> None:
 
 
 def main() -> None:
-    import shutil
-
     import attnsvm
     from attnsvm.composition.identity import config_hash
 
     sys.path.insert(0, str(REPO / "tests"))
     own = TABLES / machine_kind()
-    for kind in known_kinds():  # stale once cases or numbers change
-        shutil.rmtree(TABLES / kind)
-    own.mkdir(parents=True)
-    out = {}
+    own.mkdir(parents=True, exist_ok=True)
+    out, changed = {}, []
     for name, overrides in sweep_cases().items():
         for engine in ENGINES:
             case = f"{name}_{engine.split('=')[1]}"
@@ -286,10 +318,30 @@ def main() -> None:
                 print(f"{case}: {exc!r}")
                 continue
             print(case, chash, len(runs), len(traj), flush=True)
+            if not same_tables(own, case, runs, traj):  # new numbers: other kinds' are stale
+                changed.append(case)
             runs.to_parquet(own / f"{case}.runs.parquet")
             traj.to_parquet(own / f"{case}.trajectory.parquet")
             out[case] = {"overrides": short, "full_hash": full_hash, "hash": chash}
     (HERE / "cases.json").write_text(json.dumps(out, indent=1) + "\n")
+    for kind in known_kinds():
+        for case in changed if kind != own.name else ():
+            for table in ("runs", "trajectory"):
+                (TABLES / kind / f"{case}.{table}.parquet").unlink(missing_ok=True)
+    for gone in prune_stale():  # other kinds' tables of changed cases: stale
+        print(f"removed stale {gone}")
+
+
+def same_tables(own: Path, case: str, runs, traj) -> bool:
+    """Whether this machine's set already holds exactly these tables of ``case``."""
+    import pandas as pd
+
+    try:
+        old = pd.read_parquet(own / f"{case}.runs.parquet")
+        old_traj = pd.read_parquet(own / f"{case}.trajectory.parquet")
+    except OSError:
+        return False
+    return old.equals(runs) and old_traj.equals(traj)
 
 
 if __name__ == "__main__":
