@@ -55,6 +55,14 @@ class AttnsvmSweeper(BasicSweeper):
             composer.check(list(overrides))
 
     def sweep(self, arguments: list[str]):
+        try:
+            return self._sweep(arguments)
+        finally:
+            end_workers = getattr(self.launcher, "end_workers", None)  # the local launcher's
+            if end_workers is not None:
+                end_workers()
+
+    def _sweep(self, arguments: list[str]):
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         blocked = read_only_part(sweep_dir)
         if blocked is None:
