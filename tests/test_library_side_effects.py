@@ -84,7 +84,12 @@ SWITCHES = {
 WORDS = ("mallopt", "PR_SET_CHILD_SUBREAPER")
 # where a process-wide switch may be made: entry points (the CLI, a sweep's worker, __main__
 # modules), and the guard a job runs under that puts signal handlers back as they were
-ENTRY_POINTS = {"attnsvm/run.py", "attnsvm/workers.py", "attnsvm/interrupt.py", "attnsvm/lifeline.py"}
+ENTRY_POINTS = {
+    "attnsvm/run.py",
+    "attnsvm/workers.py",
+    "attnsvm/interrupt.py",
+    "attnsvm/lifeline.py",
+}
 LAUNCHER = {"hydra_plugins/attnsvm_local/__init__.py"}  # restores the handlers it sets
 
 

@@ -1,6 +1,6 @@
-"""A sweep worker with no job left ends at once (attnsvm.interrupt.exit_now, no interpreter teardown):
-what its jobs printed is still flushed, and it exits 0, with output block-buffered as it is
-when a sweep's output goes to a file or a pipe."""
+"""A sweep worker with no job left ends at once (attnsvm.interrupt.exit_now: no interpreter
+teardown): what its jobs printed is still flushed, and it exits 0, with output block-buffered
+as it is when a sweep's output goes to a file or a pipe."""
 
 from __future__ import annotations
 

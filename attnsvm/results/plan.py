@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from attnsvm.composition.compose import run_config_from_plain
 from attnsvm.config.checks import ConfigError
+from attnsvm.hydra_internals import returned
 from attnsvm.results.store import config_hash, find_finished, read_job, scan_jobs
 
 RUN, RERUN, SKIP, INVALID = "run", "rerun", "skip", "invalid"
@@ -116,7 +117,7 @@ def record_statuses(statuses: Iterable[str | None]) -> None:
 
 def job_status(job_return) -> str:
     """A Hydra JobReturn's attnsvm status: what run.execute returned, ``failed`` if it raised."""
-    return job_return._return_value if job_return.status == JobStatus.COMPLETED else "failed"
+    return returned(job_return) if job_return.status == JobStatus.COMPLETED else "failed"
 
 
 def failed_count(statuses: Iterable[str | None]) -> int:

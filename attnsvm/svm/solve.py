@@ -7,7 +7,7 @@ problem is one matrix inequality built without a Python loop over (i, t).
 * Frobenius (``w_mm``): the least-distance program min ||w|| s.t. A w >= 1 is solved exactly
   through its non-negative least-squares dual (Lawson & Hanson, ch. 23) in n(T-1) variables,
   whatever d is; the Gram matrix <A_j, A_k> = (dx_j . dx_k)(z_j . z_k) never forms d^2 vectors.
-  From LARGE_M constraints the same dual by block principal pivoting first (lcp.py, faster: docs/benchmarks.md).
+  From LARGE_M constraints the same dual by block principal pivoting first (lcp.py: faster).
 * Nuclear (``w_mm_nuc``): an SDP. Projecting W onto span{dx_j} on the left and span{z_i} on the
   right keeps every constraint and never increases the nuclear norm, so it is solved in that
   reduced (p x q) space, p <= n(T-1), q <= n, and mapped back. By default many instances are
@@ -255,9 +255,9 @@ def w_mm_nuc_batch(
     device: str = "cpu",
 ) -> list[SVMSolution]:
     """W^mm_{*,alpha} for many (X, Z, alpha) at once: reduced factors of equal shape go to one
-    call of the batched interior-point method (nuclear_ipm.py). ``feasible`` (known from the Frobenius
-    SVM, whose feasibility is the same) skips the feasibility test; ``fro`` (the Frobenius
-    SVMs of the same problems) starts a large instance's working set at its support;
+    call of the batched interior-point method (nuclear_ipm.py). ``feasible`` (known from the
+    Frobenius SVM, whose feasibility is the same) skips the feasibility test; ``fro`` (the
+    Frobenius SVMs of the same problems) starts a large instance's working set at its support;
     ``device``: where the interior point runs (a GPU: nuclear_ipm._on_device)."""
     t0 = time.perf_counter()
     sols: list[SVMSolution | None] = [None] * len(problems)

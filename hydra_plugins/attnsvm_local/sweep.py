@@ -26,8 +26,14 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides, run_job, setup_globals
 from omegaconf import DictConfig, OmegaConf
 
-from attnsvm.results.plan import INVALID, SKIP, PlannedJob, plan_plain, print_summary
-from attnsvm.results.plan import record_statuses
+from attnsvm.results.plan import (
+    INVALID,
+    SKIP,
+    PlannedJob,
+    plan_plain,
+    print_summary,
+    record_statuses,
+)
 from attnsvm.results.store import finished_index
 from attnsvm.workers import Outcome, WorkerPool, usable_cores
 from hydra_plugins.attnsvm_local.compose import composer_for

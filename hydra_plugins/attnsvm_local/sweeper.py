@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from attnsvm.config.input_checks import read_only_message, read_only_part
+from attnsvm.hydra_internals import BasicSweeper
 from attnsvm.results.plan import INVALID, SKIP, plan_plain, record_statuses
 from attnsvm.results.store import finished_index
 from hydra_plugins.attnsvm_local.compose import composer_for
