@@ -4,6 +4,7 @@ Supported: hydra-core >= 1.3.2, < 1.4 and omegaconf >= 2.2, < 2.4 (pyproject.tom
 tests/test_hydra_internals.py checks each of these against the versions installed, so a new
 release that moves one fails there, with its name, and not deep inside a sweep.
 
+- ``basic_sweeper``: the class the local sweeper extends.
 - ``grid``: the basic sweeper's expansion of parsed overrides into jobs (the local sweeper,
   a sweep's report, the jobs never started).
 - ``apply_overrides``: Hydra's own setting of parsed ``key=value`` overrides on a composed
@@ -17,14 +18,21 @@ release that moves one fails there, with its name, and not deep inside a sweep.
 from __future__ import annotations
 
 from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
 SUPPORTED_HYDRA = ("1.3.2", "1.4")  # [from, below)
 
 
+def basic_sweeper() -> type:
+    """Hydra's basic sweeper class, imported when asked for: Hydra's plugin scan loads its
+    module anew, and a class taken before the scan is not the one Hydra instantiates."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    return BasicSweeper
+
+
 def grid(parsed_overrides: list, max_batch_size: int | None = None) -> list[list[list[str]]]:
     """The jobs of ``parsed_overrides`` in batches, as Hydra's basic sweeper splits them."""
-    return BasicSweeper.split_arguments(parsed_overrides, max_batch_size)
+    return basic_sweeper().split_arguments(parsed_overrides, max_batch_size)
 
 
 def apply_overrides(parsed_overrides: list, cfg) -> None:

@@ -28,7 +28,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from attnsvm.config.input_checks import read_only_message, read_only_part
-from attnsvm.hydra_internals import BasicSweeper
+from attnsvm.hydra_internals import basic_sweeper
 from attnsvm.results.plan import INVALID, SKIP, plan_plain, record_statuses
 from attnsvm.results.store import finished_index
 from hydra_plugins.attnsvm_local.compose import composer_for
@@ -48,7 +48,7 @@ ConfigStore.instance().store(
 )
 
 
-class AttnsvmSweeper(BasicSweeper):
+class AttnsvmSweeper(basic_sweeper()):
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         composer = composer_for(self.hydra_context.config_loader, self.config)
         for overrides in batch:
