@@ -6,8 +6,8 @@ constraints, the Frobenius SVM by Lawson-Hanson NNLS), in the same run.
 
 Each job runs in a fresh spawned process (threads=2: training and the two SVM workers use both
 cores), reporting wall time and peak resident memory (ru_maxrss). The old routes are the same
-code with the large-instance thresholds set beyond reach (nuclear_ipm.LARGE_M, WORKING_SET_M), so the
-ratio isolates them; the old cost at (100, 32, 128) is measured on fewer seeds and scaled by
+code with the large-instance thresholds set beyond reach (nuclear_ipm.LARGE_M, WORKING_SET_M), so
+the ratio isolates them; the old cost at (100, 32, 128) is measured on fewer seeds and scaled by
 seed count (training and SVMs are per seed), which the table says.
 """
 

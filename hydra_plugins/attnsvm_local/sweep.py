@@ -15,6 +15,7 @@ config is composed here just before it is sent, and the worker runs it through H
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -35,7 +36,7 @@ from attnsvm.results.plan import (
     record_statuses,
 )
 from attnsvm.results.store import finished_index
-from attnsvm.workers import Outcome, WorkerPool, usable_cores
+from attnsvm.workers import Outcome, WorkerPool
 from hydra_plugins.attnsvm_local.compose import composer_for
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
@@ -45,6 +46,14 @@ OWN_CPU = "the sweep's process: %.2f s of CPU"  # and this
 # starts, while the sweep plans, not in its first job
 WARM = ("attnsvm.job", "attnsvm.svm.solve", "attnsvm.run", "hydra_plugins.attnsvm_local.sweep")
 _WORKER: dict = {}  # in a worker: the sweep's Hydra context and task function (``setup_worker``)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a Slurm allocation, ``taskset``),
+    not the machine's: how many workers a sweep starts by default."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def n_workers(n_jobs: int, jobs: int) -> int:
