@@ -116,12 +116,7 @@ def _recompute_broken(out: Path, broken: tuple[Path, str] | None) -> Path:
     return place
 
 
-def execute(
-    cfg: DictConfig | None,
-    out: Path,
-    multirun: bool,
-    sweep_dir: Path | None = None,
-) -> str:
+def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None = None) -> str:
     """Run one job into ``out``; returns its final status. A failure is recorded in job.json.
 
     In a sweep (``sweep_dir`` given) the job is claimed first (attnsvm/results/claim.py: a
@@ -271,7 +266,7 @@ def cli() -> None:
     register_configs()
     main()
     if _SINGLE_RUN_DONE:
-        exit_now()  # every result is written: skip the interpreter's teardown (torch's: 1 s)
+        exit_now()  # every result is written: skip the interpreter's teardown
 
 
 if __name__ == "__main__":
