@@ -25,8 +25,6 @@ exits 1 when some job failed.
 
 from __future__ import annotations
 
-import logging
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,12 +34,12 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from attnsvm.interrupt import JobInterrupted, interruptible
 from attnsvm.results.sweepdir import register_resolver
 from attnsvm.workers import WorkerPool
 from hydra_plugins.attnsvm_local.sweep import LocalSweep, n_workers, start_pool
 from hydra_plugins.attnsvm_local.sweeper import AttnsvmSweeper  # noqa: F401  (hydra/sweeper)
 
-log = logging.getLogger(__name__)
 register_resolver()  # conf/config.yaml's hydra.sweep.dir: Hydra imports plug-ins first
 
 
@@ -54,18 +52,6 @@ class LocalLauncherConf:
 ConfigStore.instance().store(
     group="hydra/launcher", name="attnsvm_local", node=LocalLauncherConf, provider="attnsvm"
 )
-
-
-class SweepInterrupted(BaseException):
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _interrupt(signum, frame) -> None:
-    for sig in (signal.SIGTERM, signal.SIGINT):  # a second Ctrl-C waits for the records
-        signal.signal(sig, signal.SIG_IGN)
-    raise SweepInterrupted(signum)
 
 
 class LocalLauncher(Launcher):
@@ -107,16 +93,13 @@ class LocalLauncher(Launcher):
     ) -> Sequence[JobReturn]:
         assert self.config is not None and self.hydra_context is not None
         sweep = LocalSweep(self, [list(o) for o in job_overrides], initial_job_idx)
-        old = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            sweep.plan()
-            sweep.run()
-        except SweepInterrupted as exc:
-            sweep.interrupted(exc.signum, self._pool)
-        except BaseException:
-            self.end_workers()
-            raise
-        finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+        with interruptible():  # SIGTERM / SIGINT: JobInterrupted, then a second one is ignored
+            try:
+                sweep.plan()
+                sweep.run()
+            except JobInterrupted as exc:
+                sweep.interrupted(exc.signum, self._pool)  # exits 128 + signum
+            except BaseException:
+                self.end_workers()
+                raise
         return sweep.returns()

@@ -90,9 +90,8 @@ def run_one(sweep_config: DictConfig):
             job_dir_key="hydra.sweep.dir",
             job_subdir_key="hydra.sweep.subdir",
         )
-        if ret.status == JobStatus.FAILED:
-            raise ret.return_value  # raises the job's exception itself
-        return ret.return_value  # a status; not ret: its configs may name this plug-in's classes
+        return ret.return_value  # a status, or the job's exception raised; not ret: its
+        # configs may name this plug-in's classes
     finally:
         sys.stdout.flush()  # the job's summary before the sweep's last line
         sys.stderr.flush()
