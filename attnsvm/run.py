@@ -116,16 +116,26 @@ def _recompute_broken(out: Path, broken: tuple[Path, str] | None) -> Path:
     return place
 
 
-def execute(cfg: DictConfig, out: Path, multirun: bool, sweep_dir: Path | None = None) -> str:
+def execute(
+    cfg: DictConfig,
+    out: Path,
+    multirun: bool,
+    sweep_dir: Path | None = None,
+    planned: tuple | None = None,
+) -> str:
     """Run one job into ``out``; returns its final status. A failure is recorded in job.json.
 
     In a sweep (``sweep_dir`` given) the job is claimed first (attnsvm/results/claim.py: a
     second sweep on the directory waits for it), and a job whose finished results exist
     anywhere the sweep's index points to is skipped, its fresh directory (only Hydra's files)
-    removed."""
+    removed. ``planned``: (resolved RunConfig, config hash) of ``cfg`` as a sweep's planning
+    made them (the local launcher), not made again."""
     try:
-        run = to_run_config(cfg)
-        chash = config_hash(run)  # resolves engine=auto: a bad $ATTNSVM_FUSED_BUILD fails
+        if planned is None:
+            run = to_run_config(cfg)
+            chash = config_hash(run)  # resolves engine=auto: a bad $ATTNSVM_FUSED_BUILD fails
+        else:
+            run, chash = planned
         preflight(run)  # what the data set draws (your generator's return), before job.json
     except ConfigError as exc:
         _discard_output_dir(out, parents=not multirun)
@@ -243,10 +253,15 @@ _SINGLE_RUN_DONE: list[str] = []  # a single run's status, once written: cli may
 
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_MODULE}", config_name="config")
 def main(cfg: DictConfig) -> str:
+    return main_planned(None, cfg)
+
+
+def main_planned(planned: tuple | None, cfg: DictConfig) -> str:
+    """``main``, with the (resolved run, config hash) of a job the local launcher planned."""
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     sweep_dir = Path(hc.sweep.dir) if multirun else None
-    status = execute(cfg, Path(hc.runtime.output_dir), multirun, sweep_dir)
+    status = execute(cfg, Path(hc.runtime.output_dir), multirun, sweep_dir, planned)
     if not multirun:
         _SINGLE_RUN_DONE.append(status)
     return status

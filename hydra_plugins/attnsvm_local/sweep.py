@@ -14,6 +14,7 @@ config is composed here just before it is sent, and the worker runs it through H
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -64,29 +65,31 @@ def n_workers(n_jobs: int, jobs: int) -> int:
 
 def start_pool(launcher) -> WorkerPool:
     """The launcher's pool, its workers started (Launcher.setup: before the sweep is planned)."""
-    setup = (setup_worker, (launcher.hydra_context, launcher.task_function, Singleton.get_state()))
+    setup = (setup_worker, (launcher.hydra_context, Singleton.get_state()))
     pool = WorkerPool(n_workers(launcher.n_jobs, usable_cores()), warm=WARM, setup=setup)
     pool.start(pool.n)
     return pool
 
 
-def setup_worker(hydra_context, task_function, singleton_state) -> None:
+def setup_worker(hydra_context, singleton_state) -> None:
     """In a worker, once: Hydra's global state as the sweep's process has it."""
     setup_globals()
     Singleton.set_state(singleton_state)
-    _WORKER.update(hydra_context=hydra_context, task_function=task_function)
+    _WORKER.update(hydra_context=hydra_context)
 
 
-def run_one(sweep_config: DictConfig):
-    """In a worker: one job, run as Hydra's launchers run one (``run_job``); returns
+def run_one(sweep_config: DictConfig, planned: tuple):
+    """In a worker: one job, run as Hydra's launchers run one (``run_job``), its task
+    ``attnsvm.run.main`` with the (resolved run, config hash) its planning made; returns
     run.execute's status. An exception attnsvm's own recording did not catch is raised, for the
     sweep to record."""
-    HydraConfig.instance().set_config(sweep_config)
+    from attnsvm.run import main_planned
+
     try:
         ret = run_job(
             hydra_context=_WORKER["hydra_context"],
             config=sweep_config,
-            task_function=_WORKER["task_function"],
+            task_function=functools.partial(main_planned, planned),
             job_dir_key="hydra.sweep.dir",
             job_subdir_key="hydra.sweep.subdir",
         )
@@ -181,8 +184,9 @@ class LocalSweep:
         return job.config
 
     def _message(self, num: int) -> tuple:
-        """Job ``num`` for a worker: ``run_one`` of its composed config."""
-        return run_one, (self._composed(self.jobs[num]),)
+        """Job ``num`` for a worker: ``run_one`` of its composed config and its plan."""
+        job = self.jobs[num]
+        return run_one, (self._composed(job), (job.planned.run, job.planned.config_hash))
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
         job = self.jobs[num]
