@@ -7,25 +7,23 @@ returns = sweep.returns()
 Planning (``plan``) takes milliseconds per job (compose.SweepComposer: no Hydra composition per
 job; each config converted, resolved and hashed once; the sweep's finished index read once):
 finished jobs are skipped before any job is sent. Every job that runs takes one path: its
-config is composed here just before it is sent, and the worker runs it through Hydra's own
-``run_job`` (its directory, ``.hydra/``, log, callbacks, ``chdir``, ``env_set``) into
-``attnsvm.run.execute``, which claims the job, computes it and writes its files.
+config is composed here just before it is sent, and the worker runs it as Hydra's ``run_job``
+does (job.py: its directory, ``.hydra/``, log, callbacks, ``chdir``, ``env_set``) into
+``attnsvm.run.execute`` with its plan, which claims the job, computes it and writes its files.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus, filter_overrides, run_job, setup_globals
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig, OmegaConf
 
 from attnsvm.results.plan import (
@@ -39,14 +37,14 @@ from attnsvm.results.plan import (
 from attnsvm.results.store import finished_index
 from attnsvm.workers import Outcome, WorkerPool
 from hydra_plugins.attnsvm_local.compose import composer_for
+from hydra_plugins.attnsvm_local.job import run_one, setup_worker
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
 PLANNED = "planned %d jobs in %.1f ms (%.2f ms per job)"  # attnsvm.bench reads it
 OWN_CPU = "the sweep's process: %.2f s of CPU"  # and this
 # what jobs import (torch, pandas, scipy, Hydra's job machinery): a worker imports them as it
 # starts, while the sweep plans, not in its first job
-WARM = ("attnsvm.job", "attnsvm.svm.solve", "attnsvm.run", "hydra_plugins.attnsvm_local.sweep")
-_WORKER: dict = {}  # in a worker: the sweep's Hydra context and task function (``setup_worker``)
+WARM = ("attnsvm.job", "attnsvm.svm.solve", "attnsvm.run", "hydra_plugins.attnsvm_local.job")
 
 
 def usable_cores() -> int:
@@ -69,35 +67,6 @@ def start_pool(launcher) -> WorkerPool:
     pool = WorkerPool(n_workers(launcher.n_jobs, usable_cores()), warm=WARM, setup=setup)
     pool.start(pool.n)
     return pool
-
-
-def setup_worker(hydra_context, singleton_state) -> None:
-    """In a worker, once: Hydra's global state as the sweep's process has it."""
-    setup_globals()
-    Singleton.set_state(singleton_state)
-    _WORKER.update(hydra_context=hydra_context)
-
-
-def run_one(sweep_config: DictConfig, planned: tuple):
-    """In a worker: one job, run as Hydra's launchers run one (``run_job``), its task
-    ``attnsvm.run.main`` with the (resolved run, config hash) its planning made; returns
-    run.execute's status. An exception attnsvm's own recording did not catch is raised, for the
-    sweep to record."""
-    from attnsvm.run import main_planned
-
-    try:
-        ret = run_job(
-            hydra_context=_WORKER["hydra_context"],
-            config=sweep_config,
-            task_function=functools.partial(main_planned, planned),
-            job_dir_key="hydra.sweep.dir",
-            job_subdir_key="hydra.sweep.subdir",
-        )
-        return ret.return_value  # a status, or the job's exception raised; not ret: its
-        # configs may name this plug-in's classes
-    finally:
-        sys.stdout.flush()  # the job's summary before the sweep's last line
-        sys.stderr.flush()
 
 
 def job_label(overrides: list[str]) -> str:
