@@ -257,7 +257,8 @@ def main(cfg: DictConfig) -> str:
 
 
 def main_planned(planned: tuple | None, cfg: DictConfig) -> str:
-    """``main``, with the (resolved run, config hash) of a job the local launcher planned."""
+    """``main``, with the (resolved run, config hash) of a job the local launcher planned
+    (then ``cfg``, the job's config, is not read)."""
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     sweep_dir = Path(hc.sweep.dir) if multirun else None

@@ -5,11 +5,12 @@
 
 What Hydra's ``run_job`` does for a job, in its order: the output directory, ``HydraConfig``,
 ``hydra.job.chdir``, the job's log (``run.log``), the ``.hydra/`` files, ``hydra.job.env_set``,
-the callbacks' ``on_job_start`` and ``on_job_end``; the task is ``attnsvm.run.main`` with the
-job's plan. The difference is cost: Hydra's copies the whole config four times and writes each
-``.hydra/`` file through a pure-Python YAML emitter, which made it the largest cost between
-two small jobs (docs/benchmarks.md); here the config is set once and the files come from one
-conversion on libyaml's emitter, the same text (tests/test_fast_compose.py).
+the callbacks' ``on_job_start`` and ``on_job_end``. The task is ``attnsvm.run.main`` with the
+job's plan (its resolved run and hash). What differs is the cost: Hydra's copies the whole
+config four times and writes each ``.hydra/`` file through a pure-Python YAML emitter, the
+largest part of the time between two small jobs; here the config is set once, the task config
+is made only if a callback reads it, and the files come from one conversion on libyaml's
+emitter, with the same text (tests/test_fast_compose.py).
 """
 
 from __future__ import annotations
@@ -48,6 +49,24 @@ def hydra_files(cfg: DictConfig) -> dict[str, str]:
     return {name: yaml.dump(part, Dumper=_Dumper, **dump) for name, part in parts.items()}
 
 
+def task_config(sweep_config: DictConfig) -> DictConfig:
+    return OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
+
+
+class SweepJobReturn(JobReturn):
+    """Hydra's JobReturn whose ``cfg`` (the task config) is made from ``hydra_cfg`` only when
+    read: neither attnsvm's callback nor its sweeper reads it, and each copy costs as much as
+    a small job's dispatch."""
+
+    @property
+    def cfg(self) -> DictConfig | None:
+        return None if self.hydra_cfg is None else task_config(self.hydra_cfg)
+
+    @cfg.setter
+    def cfg(self, value) -> None:  # JobReturn's __init__ sets None: made from hydra_cfg
+        pass
+
+
 def setup_worker(hydra_context, singleton_state) -> None:
     """Once per worker: Hydra's global state as the sweep's process has it."""
     setup_globals()
@@ -66,7 +85,7 @@ def run_one(config: DictConfig, planned: tuple):
     HydraConfig.instance().set_config(config)
     Path(out).mkdir(parents=True, exist_ok=True)
     cwd = os.getcwd()
-    ret = JobReturn(overrides=list(hc.overrides.task), hydra_cfg=config, working_dir=cwd)
+    ret = SweepJobReturn(overrides=list(hc.overrides.task), hydra_cfg=config, working_dir=cwd)
     try:
         if hc.job.chdir:
             os.chdir(out)
@@ -77,12 +96,11 @@ def run_one(config: DictConfig, planned: tuple):
             where.mkdir(parents=True, exist_ok=True)
             for name, text in hydra_files(config).items():
                 (where / name).write_text(text, encoding="utf-8")
-        ret.cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
         callbacks = _WORKER["hydra_context"].callbacks
         with env_override(hc.job.env_set):
             callbacks.on_job_start(config=config, task_function=main_planned)
             try:
-                ret.return_value, ret.status = main_planned(planned, ret.cfg), JobStatus.COMPLETED
+                ret.return_value, ret.status = main_planned(planned, config), JobStatus.COMPLETED
             except Exception as exc:  # noqa: BLE001  (raised below, after on_job_end)
                 ret.return_value, ret.status = exc, JobStatus.FAILED
         ret.task_name = str(hc.job.name)

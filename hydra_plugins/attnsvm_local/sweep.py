@@ -24,7 +24,7 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from attnsvm.results.plan import (
     INVALID,
@@ -37,7 +37,7 @@ from attnsvm.results.plan import (
 from attnsvm.results.store import finished_index
 from attnsvm.workers import Outcome, WorkerPool
 from hydra_plugins.attnsvm_local.compose import composer_for
-from hydra_plugins.attnsvm_local.job import run_one, setup_worker
+from hydra_plugins.attnsvm_local.job import SweepJobReturn, run_one, setup_worker, task_config
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
 PLANNED = "planned %d jobs in %.1f ms (%.2f ms per job)"  # attnsvm.bench reads it
@@ -71,23 +71,6 @@ def start_pool(launcher) -> WorkerPool:
 
 def job_label(overrides: list[str]) -> str:
     return " ".join(filter_overrides(list(overrides)))
-
-
-def task_config(sweep_config: DictConfig) -> DictConfig:
-    return OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
-
-
-class SweepJobReturn(JobReturn):
-    """Hydra's JobReturn whose ``cfg`` (the task config) is made from ``hydra_cfg`` only when
-    read: no sweeper reads it, and making every job's cost milliseconds per job at the end."""
-
-    @property
-    def cfg(self) -> DictConfig | None:
-        return None if self.hydra_cfg is None else task_config(self.hydra_cfg)
-
-    @cfg.setter
-    def cfg(self, value) -> None:  # JobReturn's __init__ sets None: made from hydra_cfg
-        pass
 
 
 @dataclass
