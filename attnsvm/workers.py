@@ -104,8 +104,7 @@ def _worker_main(conn, parent_pid: int, warm: tuple[str, ...], setup: bytes | No
     exit_now()  # every answer is sent: no interpreter teardown (torch's is slow)
 
 
-def _reraise(error: str):
-    """In the worker: the error that preparing the job raised in the sweep's process."""
+def _reraise(error: str):  # in the worker: preparing the job failed in the sweep's process
     raise RuntimeError(error)
 
 
@@ -122,6 +121,7 @@ def _message(prepare, num: int) -> bytes:
 class _Worker:
     conn: Any
     process: Any
+    answered: bool = False  # it has answered a job: it reads its pipe (else: still starting)
 
 
 def _end(workers: list[_Worker], grace: float = 0.0) -> None:
@@ -139,10 +139,8 @@ class WorkerPool:
     """At most ``n`` workers; started on demand, replaced when one dies (module doc)."""
 
     def __init__(self, n: int, warm: tuple[str, ...] = (), setup: tuple | None = None) -> None:
-        self.n = max(1, n)
-        self.warm = warm
+        self.n, self.warm, self.ctx = max(1, n), warm, mp.get_context("spawn")
         self.setup = None if setup is None else cloudpickle.dumps(setup)
-        self.ctx = mp.get_context("spawn")
         self.idle: list[_Worker] = []
         self.busy: dict[int, _Worker] = {}  # job -> worker
         self.started: list[_Worker] = []  # every worker it had
@@ -168,8 +166,7 @@ class WorkerPool:
             _end(self.idle[-extra:])
             del self.idle[-extra:]
 
-    def _worker(self) -> _Worker:
-        """An idle worker that is alive (dead ones dropped), else a new one."""
+    def _worker(self) -> _Worker:  # an idle worker that is alive (dead ones dropped), or a new one
         while self.idle:
             if (w := self.idle.pop(0)).process.is_alive():
                 return w
@@ -207,6 +204,7 @@ class WorkerPool:
             outcome = self._collect(w)
             if outcome is not None:
                 del self.busy[num]
+                w.answered = True
                 self.idle.append(w)  # a dead one is dropped by ``_worker``
                 yield num, outcome
 
@@ -245,6 +243,8 @@ class WorkerPool:
         return outcomes
 
     def close(self) -> None:
-        """End every worker: idle ones on EOF, whatever is left after ``GRACE_S`` killed."""
-        _end(self.idle + list(self.busy.values()), GRACE_S)
+        """End every worker: one still starting (no job, nothing to lose) at once, the others
+        on EOF, whatever is left after ``GRACE_S`` killed."""
+        _end([w for w in self.idle if not w.answered])
+        _end([w for w in self.idle if w.answered] + list(self.busy.values()), GRACE_S)
         self.idle, self.busy = [], {}
