@@ -180,7 +180,7 @@ def hull_certificate(dx: np.ndarray, zq: np.ndarray, u: np.ndarray) -> float:
 
 def _fro_nnls(X, Z, alpha) -> SVMSolution:
     """W^mm = sum_j mu_j A_j with mu the least-distance dual scaled by its slack; from LARGE_M
-    constraints on, mu by block principal pivoting (lcp.py) when it ends, 20x faster.
+    constraints on, mu by block principal pivoting (lcp.py) when it ends, much faster.
     ``infeasible`` only with a certificate (``hull_certificate`` <= HULL_TOL); a slack that
     vanishes without one is a solver error."""
     dx, zq, _ = constraints(X, Z, alpha)

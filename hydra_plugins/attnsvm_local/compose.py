@@ -144,7 +144,7 @@ class SweepComposer:
 
 def _copy(cfg: DictConfig) -> DictConfig:
     """A deep copy of ``cfg`` through pickle (OmegaConf's own state: nodes, flags, types),
-    3x faster than ``copy.deepcopy``; deepcopy where something in it does not pickle."""
+    faster than ``copy.deepcopy``; deepcopy where something in it does not pickle."""
     try:
         return pickle.loads(pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # noqa: BLE001  (any value pickle refuses)
