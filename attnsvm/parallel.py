@@ -3,8 +3,8 @@
 At (6,8,10) a seed's SVM setup and metrics are hundreds of small numpy and torch calls, each
 holding the interpreter lock: threads could not run them side by side (docs/benchmarks.md).
 A forked child starts with the job's memory (instances, trajectory, solutions: nothing is
-sent but share numbers, and only results come back), runs one share with torch and BLAS on one thread, as ``threads=1`` does, so every seed's numbers are
-those of ``threads=1``.
+sent but share numbers, and only results come back), runs one share with torch and BLAS on
+one thread, as ``threads=1`` does, so every seed's numbers are those of ``threads=1``.
 
 CUDA cannot be used in a forked child: work that runs on a GPU (the SVM solvers of a
 ``device=cuda`` job) is spread over threads instead (``processes=False``), as it is where
