@@ -9,8 +9,9 @@ falling. On the attention SVMs it ends in 4-6 solves where Lawson-Hanson's NNLS 
 support vector per step (over a thousand steps at (n, T, d) = (100, 32, 128)): far faster
 (docs/benchmarks.md), the same W to 1e-14. It ends only at an exact complementary point, so
 its answer is the optimum up to rounding; None (singular G_FF, no convergence) sends the
-caller to the NNLS dual, which also decides infeasibility. Products and factorisations run in torch on one thread (MKL in strict
-reproducibility mode), so the bits never depend on the thread count.
+caller to the NNLS dual, which also decides infeasibility. Products and factorisations run
+in torch on one thread (MKL in strict reproducibility mode), so the bits never depend on the
+thread count.
 """
 
 from __future__ import annotations
