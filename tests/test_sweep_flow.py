@@ -1,4 +1,4 @@
-"""Local sweeps end to end: the same ad-hoc command resumes without starting a worker; the
+"""Local sweeps end to end: the same ad-hoc command resumes computing nothing; the
 sweep's workers die with it (kill -9 included); a dead worker, a full disk or a signal fails
 only the jobs it hits, and every sweep ends with ``N run, M skipped, K failed, L not started``.
 
@@ -200,7 +200,7 @@ def test_sweep_line_counts_every_status():
 
 
 @pytest.mark.slow
-def test_same_adhoc_command_twice_computes_nothing_and_starts_no_worker(tmp_path, hook):
+def test_same_adhoc_command_twice_computes_nothing(tmp_path, hook):
     grid = ["dataset.d=2,4,8", "parameterization=w,kq", "seeds=3", "hydra.launcher.n_jobs=1"]
     pids, calls = Path(hook["ATTNSVM_TEST_PIDS"]), tmp_path / "calls"
     composed = tmp_path / "composed"
