@@ -10,13 +10,13 @@ installed there) the block runs unguarded.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -41,7 +41,7 @@ def _raise(signum, frame) -> None:
     raise JobInterrupted(signum)
 
 
-@contextmanager
+@contextlib.contextmanager
 def interruptible() -> Iterator[None]:
     """SIGTERM and SIGINT raise :class:`JobInterrupted` inside the block; the handlers that
     were there before come back when it ends."""
@@ -59,19 +59,11 @@ def interruptible() -> Iterator[None]:
 
 
 def exit_now() -> None:
-    """End this process at once, its logs and output flushed, skipping the interpreter's
-    teardown (torch's and pandas' take a second or more): for a process whose results and
-    answers are all out (a single run once written, a sweep worker with no job left)."""
+    """For entry points only: end this process at once, its logs and output flushed, without
+    the interpreter's teardown (torch's and pandas' are slow), once its results and answers
+    are all out (a single run once written, a sweep worker with no job left)."""
     logging.shutdown()
-    flush_output()
-    os._exit(0)
-
-
-def flush_output() -> None:
-    """stdout and stderr flushed: before an ``os._exit`` or a fork, what is buffered is printed
-    once (a closed or full stream: nothing more to keep)."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # closed or full: nothing more to keep
             stream.flush()
-        except (OSError, ValueError):
-            pass
+    os._exit(0)

@@ -1,11 +1,10 @@
 """A job's per-seed work (SVMs, metrics) spread over ``threads`` cores, in forked processes.
 
 At (6,8,10) a seed's SVM setup and metrics are hundreds of small numpy and torch calls, each
-holding the interpreter lock: threads could not run them side by side (2 threads made the SVM
-stage 1.1x faster on 2 cores). A forked child starts with the job's memory (instances,
-trajectory, solutions: nothing is sent but share numbers, and only results come back), runs
-one share with torch and BLAS on one thread, as ``threads=1`` does, so every seed's numbers are
-those of ``threads=1``.
+holding the interpreter lock: threads could not run them side by side (docs/benchmarks.md).
+A forked child starts with the job's memory (instances, trajectory, solutions: nothing is
+sent but share numbers, and only results come back), runs one share with torch and BLAS on
+one thread, as ``threads=1`` does, so every seed's numbers are those of ``threads=1``.
 
 CUDA cannot be used in a forked child: work that runs on a GPU (the SVM solvers of a
 ``device=cuda`` job) is spread over threads instead (``processes=False``), as it is where
@@ -37,7 +36,7 @@ def _run(k: int):
 
 def worth_forking(items: int, workers: int) -> bool:
     """Whether ``items`` seeds give each of ``workers`` processes enough to repay its fork
-    (~20-50 ms for a process holding torch): else threads."""
+    (a process holding torch forks slowly): else threads."""
     return items >= FORK_MIN_ITEMS * workers
 
 

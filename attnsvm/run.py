@@ -11,6 +11,7 @@ is skipped; a missing, killed or failed one is recomputed. docs/scaling.md has t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -24,26 +25,27 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from attnsvm import handoff
 from attnsvm.composition.compose import check_override_keys, register_configs, to_run_config
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.input_checks import check_group_options, check_output_dir_overrides
 from attnsvm.config.schema import CONF_MODULE
 from attnsvm.data.sets import preflight
-from attnsvm.handoff import Computed
 from attnsvm.interrupt import JobInterrupted, exit_now, interruptible
 from attnsvm.progress import Progress
+from attnsvm.results.claim import claimed
 from attnsvm.results.store import (
     JOB,
     config_hash,
     find_broken,
     find_finished,
     job_record,
+    mark_finished,
     read_job,
     remove_stale_temps,
     write_json,
+    write_result,
 )
-from attnsvm.warm import import_frozen
+from attnsvm.workers import keep_freed_memory
 
 log = logging.getLogger("attnsvm")
 
@@ -115,20 +117,19 @@ def _recompute_broken(out: Path, broken: tuple[Path, str] | None) -> Path:
 
 
 def execute(
-    cfg: DictConfig | None,
+    cfg: DictConfig,
     out: Path,
     multirun: bool,
     sweep_dir: Path | None = None,
     planned: tuple | None = None,
-    hand_off: bool = False,
-) -> str | Computed:
+) -> str:
     """Run one job into ``out``; returns its final status. A failure is recorded in job.json.
 
-    In a sweep (``sweep_dir`` given) a job whose finished results exist anywhere the sweep's
-    index points to is skipped, and its fresh directory (only Hydra's files) is removed.
-    ``planned``: (resolved RunConfig, config hash) of ``cfg`` as the sweep's planning made
-    them (the local launcher), so they are not made again. ``hand_off``: a computed job is
-    returned as a ``Computed`` for the caller to write (attnsvm/handoff.py), not written here."""
+    In a sweep (``sweep_dir`` given) the job is claimed first (attnsvm/results/claim.py: a
+    second sweep on the directory waits for it), and a job whose finished results exist
+    anywhere the sweep's index points to is skipped, its fresh directory (only Hydra's files)
+    removed. ``planned``: (resolved RunConfig, config hash) of ``cfg`` as a sweep's planning
+    made them (the local launcher), not made again."""
     try:
         if planned is None:
             run = to_run_config(cfg)
@@ -139,22 +140,30 @@ def execute(
     except ConfigError as exc:
         _discard_output_dir(out, parents=not multirun)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
-    done = find_finished(chash, out, sweep_dir)
-    if done is not None:
-        if done != out:
-            _discard_output_dir(out)
-        log.info("job %s already finished in %s: skipped", chash, done)
-        return "skipped"
-    out = _recompute_broken(out, find_broken(chash, out, sweep_dir))
-    out = claim_job_dir(out, chash)
-    for tmp in remove_stale_temps(out):
-        log.info("removed %s, left by a killed run", tmp)
-    job = job_record(run, chash)
+    with contextlib.nullcontext() if sweep_dir is None else claimed(sweep_dir, chash):
+        done = find_finished(chash, out, sweep_dir)
+        if done is not None:
+            if done != out:
+                _discard_output_dir(out)
+            log.info("job %s already finished in %s: skipped", chash, done)
+            return "skipped"
+        out = _recompute_broken(out, find_broken(chash, out, sweep_dir))
+        out = claim_job_dir(out, chash)
+        for tmp in remove_stale_temps(out):
+            log.info("removed %s, left by a killed run", tmp)
+        return _compute(run, job_record(run, chash), out, multirun, sweep_dir)
+
+
+def _compute(run, job: dict, out: Path, multirun: bool, sweep_dir: Path | None) -> str:
+    """The job computed and its results written (tables, job.json ``finished``, the sweep's
+    index), its summary printed; ``failed`` or ``interrupted`` recorded in job.json instead."""
     with interruptible():
         try:
             write_json({**job, "status": "running"}, out / JOB)
             try:
-                run_job = _job_runner()
+                from attnsvm.experiments import entry  # torch: never in a sweep's process
+                from attnsvm.job import run_job
+
                 with Progress(run.progress_interval) as report:
                     result = run_job(run, progress=report)
             except Exception as exc:
@@ -162,25 +171,16 @@ def execute(
                 write_json({**job, **failed, "traceback": traceback.format_exc()}, out / JOB)
                 if not multirun:
                     raise
-                log.error("job %s failed: %r (recorded in %s)", chash, exc, out / JOB)
+                log.error("job %s failed: %r (recorded in %s)", job["config_hash"], exc, out / JOB)
                 return "failed"
-            done = Computed(out, job, result, sweep_dir, run.experiment)
-            if hand_off:
-                return done
-            handoff.write(done)
+            write_result(out, job, result)
+            if sweep_dir is not None:
+                mark_finished(sweep_dir, job["config_hash"], out)
         except JobInterrupted as exc:
             return _record_interrupted(job, out, exc, multirun)
-    handoff.report(done)
+    print(entry(run.experiment).summary_text(result.runs, result.seconds))
+    print(f"  results: {out}")
     return "finished"
-
-
-def _job_runner():
-    """attnsvm.job's ``run_job``, imported here (torch: never in a sweep's own process) without
-    the garbage collector, then the process's imports frozen before its job (attnsvm/warm.py)."""
-    import_frozen(("attnsvm.job",))
-    from attnsvm.job import run_job
-
-    return run_job
 
 
 def _record_interrupted(job: dict, out: Path, exc: JobInterrupted, multirun: bool) -> str:
@@ -248,37 +248,40 @@ def lost_job_return(hydra_context, config, overrides, num: int, error: str, job_
     return ret
 
 
-_FINISHED_SINGLE_RUN: list[str] = []  # set by a single run's main: cli may end at once
+_SINGLE_RUN_DONE: list[str] = []  # a single run's status, once written: cli may end at once
 
 
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_MODULE}", config_name="config")
 def main(cfg: DictConfig) -> str:
+    return main_planned(None, cfg)
+
+
+def main_planned(planned: tuple | None, cfg: DictConfig) -> str:
+    """``main``, with the (resolved run, config hash) of a job the local launcher planned
+    (then ``cfg``, the job's config, is not read)."""
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     sweep_dir = Path(hc.sweep.dir) if multirun else None
-    status = execute(cfg, Path(hc.runtime.output_dir), multirun, sweep_dir)
+    status = execute(cfg, Path(hc.runtime.output_dir), multirun, sweep_dir, planned)
     if not multirun:
-        _FINISHED_SINGLE_RUN.append(status)
+        _SINGLE_RUN_DONE.append(status)
     return status
 
 
 def cli() -> None:
-    """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra
-    (the schemas registered for it here: a sweep's workers, forked before, never compose)."""
-    from hydra_plugins.attnsvm_local.early import is_local_sweep, start_early_workers
-
-    local_sweep = is_local_sweep(sys.argv[1:])
-    if local_sweep:  # first: their start runs beside the checks and Hydra's (killed if they fail)
-        start_early_workers(sys.argv[1:])
+    """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra.
+    The entry point: the process-wide settings a job wants are made here (``keep_freed_memory``),
+    and a finished command ends without the interpreter's teardown."""
     try:
         check_override_keys(sys.argv[1:])
         check_group_options(sys.argv[1:], Path(str(resources.files(CONF_MODULE))))
         check_output_dir_overrides(sys.argv[1:])  # before Hydra fails to create them
     except ConfigError as exc:
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
+    keep_freed_memory()
     register_configs()
     main()
-    if _FINISHED_SINGLE_RUN or local_sweep:
+    if _SINGLE_RUN_DONE:
         exit_now()  # every result is written: skip the interpreter's teardown
 
 

@@ -1,9 +1,10 @@
-"""The process-wide settings a job runs under: thread pools, malloc's reuse of freed memory and
-MKL's reproducibility mode.
+"""The settings a job runs under: thread pools and MKL's reproducibility mode.
 
-Every experiment runs inside ``limit_threads(cfg.threads)`` (pipeline.run_job), which bounds
-torch's pool and the BLAS pools numpy/scipy use. ``one_thread`` pins LAPACK calls whose
-result must not depend on the thread count (the batched interior point, sdp.py).
+Every experiment runs inside ``limit_threads(cfg.threads)`` (attnsvm.job.run_job), which bounds
+torch's pool and the BLAS pools numpy/scipy use, and gives them back as they were when it ends.
+``one_thread`` pins LAPACK calls whose result must not depend on the thread count (the batched
+interior point, attnsvm/svm/nuclear_ipm.py). Malloc's thresholds are process-wide: set by
+entry points only (attnsvm.workers.keep_freed_memory).
 """
 
 from __future__ import annotations
@@ -32,35 +33,18 @@ def _torch_threads(threads: int):
 @contextlib.contextmanager
 def limit_threads(threads: int):
     """torch and every BLAS/OpenMP pool (eigh, svd, nnls) use at most ``threads`` threads: on
-    two busy cores a default two-thread BLAS made a 380 x 380 eigh 150x slower."""
-    keep_freed_memory()
+    busy cores a BLAS with more threads than its share is many times slower."""
     with _torch_threads(threads), _pools().limit(limits=threads):
         yield
-
-
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
-
-
-@functools.cache
-def keep_freed_memory() -> bool:
-    """Blocks up to 32 MiB come from the heap and up to 64 MiB of freed heap stays mapped.
-    glibc's defaults hand a multi-MB block back to the kernel when it is freed, and the next one
-    is new pages, each zeroed on its first touch: the interior point of one (64,16,64) nuclear
-    SVM, whose m x m temporaries are 7 MB, took 80 000 page faults and ran 15-30% slower.
-    Where there is no glibc (macOS, musl's no-op) this changes nothing; True where it applied."""
-    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
-    if mallopt is None:
-        return False
-    return bool(mallopt(M_MMAP_THRESHOLD, 32 << 20)) and bool(mallopt(M_TRIM_THRESHOLD, 64 << 20))
 
 
 _FOUND: list = [None, None]  # (len(sys.modules), ThreadpoolController) of the last scan
 
 
 def _pools() -> ThreadpoolController:
-    """The BLAS/OpenMP pools loaded in this process. A scan of the loaded libraries costs 3-7 ms,
-    as much as a small job's dispatch, so it is made again only after a module was imported (a
-    pool comes with the import of the extension that links it); same pools, same limits."""
+    """The BLAS/OpenMP pools loaded in this process. A scan of the loaded libraries costs as much
+    as a small job's dispatch, so it is made again only after a module was imported (a pool
+    comes with the import of the extension that links it); same pools, same limits."""
     if _FOUND[0] != len(sys.modules):
         _FOUND[:] = [len(sys.modules), ThreadpoolController()]
     return _FOUND[1]

@@ -22,7 +22,8 @@ from attnsvm.composition.identity import config_hash, plain
 from attnsvm.results.integrity import record_files
 from attnsvm.results.store import write_table
 from conftest import CONF_DIR
-from hydra_plugins.attnsvm_local.compose import SweepComposer, hydra_files
+from hydra_plugins.attnsvm_local.compose import SweepComposer
+from hydra_plugins.attnsvm_local.job import hydra_files
 
 JOBS = [
     ["dataset.d=3", "parameterization=kq", "seeds=2"],

@@ -69,11 +69,13 @@ def faults():
 def median_after_first(calls=6):  # the first solve touches its code and buffers first
     return statistics.median([faults() for _ in range(calls)][1:])
 if sys.argv[1] == "job":
+    from attnsvm.workers import keep_freed_memory
+    keep_freed_memory()  # as a sweep's worker and ``python -m attnsvm.run`` set it
     with limit_threads(1):  # as a job runs
         print(median_after_first())
 else:  # glibc's initial 128 KiB threshold, pinned: set, it no longer adapts
     import ctypes
-    from attnsvm.runtime import M_MMAP_THRESHOLD
+    from attnsvm.workers import M_MMAP_THRESHOLD
     assert ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, 128 << 10)
     print(median_after_first())
 """
@@ -89,8 +91,8 @@ def _median_faults(mode: str) -> float:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_a_job_reuses_freed_megabytes_instead_of_faulting_in_new_pages():
     """The nuclear SVM's interior point at m = 440, in a fresh process under glibc's default
-    mmap threshold and in one that runs it as a job does (limit_threads sets
-    runtime.keep_freed_memory): its freed MB blocks reused, not new pages. The median of five
+    mmap threshold and in one that runs it as a job does (a worker's and the CLI's entry point
+    sets workers.keep_freed_memory): its freed MB blocks reused, not new pages. The median of five
     solves after the first (a solve now and then grows the heap: 1 000-3 000 faults seen). Left
     to itself glibc raises its threshold after the first frees, at a moment that varies: a
     default process read 426 to 27 000 faults on two machines, so the control pins the threshold

@@ -1,4 +1,4 @@
-"""Local sweeps end to end: the same ad-hoc command resumes without starting a worker; the
+"""Local sweeps end to end: the same ad-hoc command resumes computing nothing; the
 sweep's workers die with it (kill -9 included); a dead worker, a full disk or a signal fails
 only the jobs it hits, and every sweep ends with ``N run, M skipped, K failed, L not started``.
 
@@ -35,13 +35,9 @@ from cli_helpers import (
 HOOK = """
 import os, sys
 if os.environ.get("ATTNSVM_TEST_PIDS"):
-    def _record_worker():                                     # a worker process started:
+    if "--multiprocessing-fork" in sys.argv:                  # a worker spawned by the pool
         with open(os.environ["ATTNSVM_TEST_PIDS"], "a") as fh:
             fh.write(f"{os.getpid()}\\n")
-    if "--multiprocessing-fork" in sys.argv:
-        _record_worker()                                      # spawned by the pool,
-    else:                                                     # or forked by the command
-        os.register_at_fork(after_in_child=_record_worker)    # (the early worker)
 if os.environ.get("ATTNSVM_TEST_CALLS"):
     import attnsvm.experiments.gd.pipeline as _pipeline
     _counted = _pipeline.run_job
@@ -204,7 +200,7 @@ def test_sweep_line_counts_every_status():
 
 
 @pytest.mark.slow
-def test_same_adhoc_command_twice_computes_nothing_and_starts_no_worker(tmp_path, hook):
+def test_same_adhoc_command_twice_computes_nothing(tmp_path, hook):
     grid = ["dataset.d=2,4,8", "parameterization=w,kq", "seeds=3", "hydra.launcher.n_jobs=1"]
     pids, calls = Path(hook["ATTNSVM_TEST_PIDS"]), tmp_path / "calls"
     composed = tmp_path / "composed"
@@ -224,7 +220,7 @@ def test_same_adhoc_command_twice_computes_nothing_and_starts_no_worker(tmp_path
             pids.unlink()
             calls.unlink()
     assert out.rstrip().endswith("attnsvm sweep: 0 run, 6 skipped, 0 failed, 0 not started")
-    # at most the worker started with the command (early.py), ended with it
+    # at most the worker started as the launcher was set up (before planning), ended with it
     assert len(_workers(pids)) <= 1, "an all-finished sweep started the pool's workers"
     _assert_all_end(_workers(pids))
     assert not calls.exists(), f"an all-finished sweep computed jobs: {calls.read_text()}"
@@ -241,8 +237,7 @@ def test_kill_9_of_the_sweep_leaves_no_worker_alive(tmp_path, hook):
         "dataset.d=2,3", *LONG, "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", env=hook
     )
     _wait_running(sweep, 2, proc)
-    # both are the sweep's children: the second was forked from the first and adopted by the
-    # sweep (attnsvm/adopted.py); the fork between them has exited
+    # both are the sweep's own children (one kind of worker: spawned by its pool)
     workers = [p for p in _workers(Path(hook["ATTNSVM_TEST_PIDS"])) if _alive(p)]
     assert len(workers) == 2 and all(_parent(p) == proc.pid for p in workers), workers
     os.kill(proc.pid, signal.SIGKILL)
@@ -384,11 +379,11 @@ def test_rows_are_the_bits_of_the_joblib_launcher(tmp_path):
 
 @pytest.mark.slow
 def test_a_job_whose_message_cannot_be_made_fails_as_a_job(tmp_path):
-    """The sweep makes jobs' messages ahead while its workers start; one that cannot be made
-    (its log config does not resolve) fails as that job, with the reason, not the sweep."""
+    """A job that cannot start (its log config does not resolve when the worker sets up its
+    log) fails as that job, with the reason, not the sweep."""
     sweep = tmp_path / "s"
     res = run_cli(
-        "dataset.d=2,3,4,5",  # the first two are prepared at dispatch, the rest made ahead
+        "dataset.d=2,3,4,5",
         *SMALL,
         "hydra.job_logging.root.level=${oc.env:ATTNSVM_NOT_SET_ANYWHERE}",
         "hydra.launcher.n_jobs=1",

@@ -1,6 +1,6 @@
-"""A sweep worker with no job left ends at once (pool._exit_now, no interpreter teardown):
-what its jobs printed is still flushed, and it exits 0, with output block-buffered as it is
-when a sweep's output goes to a file or a pipe."""
+"""A sweep worker with no job left ends at once (attnsvm.interrupt.exit_now: no interpreter
+teardown): what its jobs printed is still flushed, and it exits 0, with output block-buffered
+as it is when a sweep's output goes to a file or a pipe."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
 
     if __name__ == "__main__":
         pool = WorkerPool(1)
-        outcome = pool.run({0: (job, ())})[0]
+        outcome = pool.run([0], {0: (job, ())}.__getitem__)[0]
         worker = pool.idle[0].process
         pool.close()
         print(f"|value={outcome.value} exitcode={worker.exitcode}")

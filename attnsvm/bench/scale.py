@@ -2,12 +2,12 @@
 SVMs took before (every instance through the batched sequential interior point on all its
 constraints, the Frobenius SVM by Lawson-Hanson NNLS), in the same run.
 
-    python -m attnsvm.bench_scale     # alone (about 15 minutes); python -m attnsvm.bench runs it
+    python -m attnsvm.bench.scale     # alone (about 15 minutes); python -m attnsvm.bench runs it
 
 Each job runs in a fresh spawned process (threads=2: training and the two SVM workers use both
 cores), reporting wall time and peak resident memory (ru_maxrss). The old routes are the same
-code with the large-instance thresholds set beyond reach (sdp.LARGE_M, WORKING_SET_M), so the
-ratio isolates them; the old cost at (100, 32, 128) is measured on fewer seeds and scaled by
+code with the large-instance thresholds set beyond reach (nuclear_ipm.LARGE_M, WORKING_SET_M), so
+the ratio isolates them; the old cost at (100, 32, 128) is measured on fewer seeds and scaled by
 seed count (training and SVMs are per seed), which the table says.
 """
 

@@ -12,8 +12,8 @@ line); dispatch per job, the median time between one job's end and the next star
 worker (worker found greedily: the job that ended last before it started); the start-up, the
 finished rerun's wall less its planning (imports, Hydra), and the issue's own yardstick, one
 default job's start-up (its wall less its seconds: torch's import included). Goals: 1-worker
-wall <= 1.3 x job seconds + start-up; planning and dispatch <= 20 ms per job; all cores <=
-0.75 x 1 worker.
+wall <= 1.3 x job seconds + start-up; planning and dispatch <= 20 ms per job. The all-cores
+wall is reported without a goal: its ratio to 1 worker belongs to the machine, not the code.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from attnsvm.bench.stage import bytecode_env
-from attnsvm.workers import usable_cores
+from hydra_plugins.attnsvm_local.sweep import usable_cores
 
 GRID = [
     "dataset.d=" + ",".join(str(d) for d in range(2, 22)),
@@ -142,7 +142,7 @@ def emit_table(emit, r: dict) -> None:
         f"Start-up (a finished rerun's wall, {r['rerun_wall']:.1f} s, less its planning): "
         f"{r['startup_s']:.1f} s. Goal for 1 worker: wall <= 1.3 × job seconds + start-up = "
         f"{r['goal_one_wall']:.1f} s; all {r['cores']} cores: {r['all_vs_one']:.2f} × the "
-        "1-worker wall (goal <= 0.75). Wall is the whole command: start-up, planning, the "
+        "1-worker wall. Wall is the whole command: start-up, planning, the "
         "workers' start (spawn, imports), the jobs, their dispatch and the summary."
     )
     if "default_job_startup_s" in r:  # rows recorded before it was measured lack it

@@ -34,6 +34,7 @@ from attnsvm.config.schema import (
     SolverConfig,
 )
 from attnsvm.experiments import run_config_class
+from attnsvm.hydra_internals import child, raw_value, set_raw_value
 
 CORE_GROUPS = {  # the dataset group as the core has it; Hydra gets every data set's keys too
     "dataset": DatasetBase,
@@ -82,16 +83,16 @@ def _changed_leaf(run, merged: DictConfig, key: str, value):
     *path, last = key.split(".")
     node, objs = merged, [run]
     for part in path:
-        node = node._get_node(part)
+        node = child(node, part)
         objs.append(getattr(objs[-1], part))
-    leaf = node._get_node(last)
+    leaf = child(node, last)
     if not isinstance(leaf, ValueNode) or isinstance(value, (dict, list)):
         return None
     if not all(dataclasses.is_dataclass(o) for o in objs):
         return None
     leaf = copy.deepcopy(leaf)  # keeps its parent by reference, copies its type and flags
-    leaf._set_value(value)
-    new = leaf._value()
+    set_raw_value(leaf, value)
+    new = raw_value(leaf)
     for obj, name in zip(reversed(objs), reversed([*path, last]), strict=True):
         new = dataclasses.replace(obj, **{name: new})
     return new

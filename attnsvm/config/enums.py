@@ -66,7 +66,7 @@ W_ONLY_OPTIMIZERS = (Optimizer.md, Optimizer.polyak)  # defined for one matrix W
 class Backend(str, Enum):
     """Who solves the nuclear-norm SDP; CLARABEL and SCS go through one cvxpy model each."""
 
-    IPM = "IPM"  # attnsvm's batched interior point (sdp.py); Clarabel decides its rare stalls
+    IPM = "IPM"  # attnsvm's batched interior point (nuclear_ipm.py); Clarabel for rare stalls
     CLARABEL = "CLARABEL"
     SCS = "SCS"
 

@@ -11,7 +11,7 @@ is the mean-pooled token, the query of a CLS-like token.
 
     python -m attnsvm.run dataset=digits parameterization=p dataset.n=20 dataset.patch=2
     python -m attnsvm.run -m +sweeps=digits
-    python -m attnsvm.figures_digits outputs/sweeps/digits
+    python -m attnsvm.aggregate outputs/sweeps/digits
 """
 
 from __future__ import annotations

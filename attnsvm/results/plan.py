@@ -3,7 +3,7 @@
     python -m attnsvm.run -m dataset.d=2,4,8 hydra/launcher=dryrun hydra.sweep.dir=DIR
 
 The launcher ``dryrun`` (hydra_plugins/attnsvm_dryrun) expands the sweep exactly as a real
-launcher would, and calls :func:`plan_job` for every job instead of running it. At the end of
+launcher would, and calls :func:`plan_plain` for every job instead of running it. At the end of
 a real sweep, :class:`SweepSummary` prints its jobs by status, failed ones with their error, and
 last the line every sweep ends with (:func:`sweep_line`):
 
@@ -21,10 +21,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from attnsvm.composition.compose import run_config_from_plain
 from attnsvm.config.checks import ConfigError
+from attnsvm.hydra_internals import returned
 from attnsvm.results.store import config_hash, find_finished, read_job, scan_jobs
 
 RUN, RERUN, SKIP, INVALID = "run", "rerun", "skip", "invalid"
@@ -41,16 +42,11 @@ class PlannedJob:
     run: object = field(default=None, repr=False, compare=False)  # the resolved RunConfig
 
 
-def plan_job(cfg: DictConfig, num: int, out: Path, sweep_dir: Path, overrides: str) -> PlannedJob:
-    """What ``python -m attnsvm.run`` would do with job ``num`` of a sweep (run.execute's rules)."""
-    plain = OmegaConf.to_container(cfg, resolve=True)
-    return plan_plain(plain, num, out, sweep_dir, overrides)
-
-
 def plan_plain(
     plain: dict, num: int, out: Path, sweep_dir: Path, overrides: str, index: dict | None = None
 ) -> PlannedJob:
-    """``plan_job`` of a composed config's plain dict: converted, resolved and hashed once;
+    """What ``python -m attnsvm.run`` would do with job ``num`` of a sweep (run.execute's rules),
+    from its composed config's plain dict: converted, resolved and hashed once;
     ``index``: the sweep's finished index read once for every job (``store.finished_index``)."""
     try:
         run = run_config_from_plain(plain)
@@ -116,7 +112,7 @@ def record_statuses(statuses: Iterable[str | None]) -> None:
 
 def job_status(job_return) -> str:
     """A Hydra JobReturn's attnsvm status: what run.execute returned, ``failed`` if it raised."""
-    return job_return._return_value if job_return.status == JobStatus.COMPLETED else "failed"
+    return returned(job_return) if job_return.status == JobStatus.COMPLETED else "failed"
 
 
 def failed_count(statuses: Iterable[str | None]) -> int:

@@ -2,8 +2,8 @@
 
 ``stack(tables)`` equals ``pd.concat([pd.DataFrame(t) for t in tables], ignore_index=True)``
 (the same columns, order, dtypes and values), where each table is a dict of columns: numpy
-arrays, lists or scalars broadcast to the table's length. A DataFrame per seed cost ~0.5 ms
-of pandas under the GIL, the serial floor of a 10^5-seed job whatever its threads; here the
+arrays, lists or scalars broadcast to the table's length. A DataFrame per seed is
+pandas' time under the GIL, the serial floor of a 10^5-seed job whatever its threads; here the
 tables whose columns have the same names and kinds are stacked as arrays, one frame per
 kind, and the rows put back in their order.
 """
@@ -64,7 +64,7 @@ def stack(tables: list[dict], empty: dict | None = None) -> pd.DataFrame:
 def with_constants(df: pd.DataFrame, columns: dict) -> pd.DataFrame:
     """``df.assign(**columns)`` for scalar ``columns`` (the config columns every row carries),
     the same frame (order, dtypes, values), made in one step: assign inserts one column at a
-    time, 0.1-0.2 s for a job's ~80 config columns, more than a small job computes."""
+    time, for a job's ~80 config columns more than a small job computes."""
     if not columns:
         return df
     present = {k: v for k, v in columns.items() if k in df.columns}  # replaced where they stand

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import socket
@@ -60,9 +61,9 @@ def _atomic(path: Path, data: bytes) -> None:
 def write_table(df: pd.DataFrame, path: Path) -> dict:
     """``df`` as parquet at ``path``, atomically; returns what job.json records of the file
     (``integrity.record_files``: bytes, SHA-256, rows), from the bytes written, not re-read."""
-    from attnsvm.results.parquet import parquet_bytes  # pyarrow: not in a sweep's planning
-
-    data = parquet_bytes(df)
+    buffer = io.BytesIO()
+    df.to_parquet(buffer, index=False)
+    data = buffer.getvalue()
     _atomic(Path(path), data)
     return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "rows": len(df)}
 

@@ -80,14 +80,15 @@ def read_grid(sweep_dir: Path) -> Grid | None:
     if not str(sweeper.get("_target_", "")).endswith(GRID_SWEEPERS):
         grid.note = f"the sweeper {sweeper.get('_target_')} chooses its points as it runs"
         return grid
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
+
+    from attnsvm.hydra_internals import grid as split_grid
 
     parser = OverridesParser.create()
     try:
         parsed = parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + task)
-        (batch,) = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+        (batch,) = split_grid(parsed)
     except HydraException as exc:  # e.g. an interval sweep, which only other sweepers take
         grid.note = f"its overrides do not expand to a grid here ({exc})"
         return grid

@@ -117,14 +117,15 @@ def register_resolver() -> None:
 def sweep_grid(sweep_dir: Path) -> list[list[str]]:
     """Every job's overrides, expanded from ``multirun.yaml`` as Hydra's basic sweeper does
     (the sweep file's ``hydra.sweeper.params``, then the command line's overrides)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from attnsvm.hydra_internals import grid
 
     cfg = OmegaConf.load(Path(sweep_dir) / "multirun.yaml")
     params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
     args = [f"{k}={v}" for k, v in params.items()] + list(cfg.hydra.overrides.task)
     parsed = OverridesParser.create().parse_overrides(args)
-    return [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
+    return [list(job) for job in grid(parsed)[0]]
 
 
 def never_started(sweep_dir: Path) -> list[str]:

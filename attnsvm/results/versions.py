@@ -1,6 +1,6 @@
 """Versions recorded next to every result: read from the installed metadata, so that a job
-that never builds a cvxpy model does not import cvxpy (2 s) to write its version; read once per
-process (5-10 ms a time: a sweep's worker records them for every job)."""
+that never builds a cvxpy model does not import cvxpy (seconds) to write its version; read once
+per process (a sweep's worker records them for every job)."""
 
 import functools
 import platform

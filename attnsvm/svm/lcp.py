@@ -6,11 +6,12 @@ u^T s = 0, and W^mm = sum_j u_j A_j. Block principal pivoting (Judice & Pires 19
 2011, the NNLS form) guesses the support F, solves G_FF u_F = 1 and swaps every index that
 breaks a sign, falling back to one swap at a time when the count of broken signs stops
 falling. On the attention SVMs it ends in 4-6 solves where Lawson-Hanson's NNLS adds one
-support vector per step (1269 steps at (n, T, d) = (100, 32, 128)): 20x faster, the same W to
-1e-14. It ends only at an exact complementary point, so its answer is the optimum up to
-rounding; None (singular G_FF, no convergence) sends the caller to the NNLS dual, which also
-decides infeasibility. Products and factorisations run in torch on one thread (MKL in strict
-reproducibility mode), so the bits never depend on the thread count.
+support vector per step (over a thousand steps at (n, T, d) = (100, 32, 128)): far faster
+(docs/benchmarks.md), the same W to 1e-14. It ends only at an exact complementary point, so
+its answer is the optimum up to rounding; None (singular G_FF, no convergence) sends the
+caller to the NNLS dual, which also decides infeasibility. Products and factorisations run
+in torch on one thread (MKL in strict reproducibility mode), so the bits never depend on the
+thread count.
 """
 
 from __future__ import annotations

@@ -138,8 +138,8 @@ def _schur_blocked(ux_u, uz_u, vx_v, vz_v, ux_v, uz_v, k: int) -> torch.Tensor:
         M = torch.empty(nb, m, m, dtype=torch.float64, device=ux_v.device)
         lib.attnsvm_schur_lower(nb, n, k, *(t.data_ptr() for t in (*args, M)))
         return M
-    # into buffers of the blocks' shape: left to allocate its output, mul took 2.8 ms against
-    # 0.7 ms at m = 960 in a micro-benchmark (one run)
+    # into buffers of the blocks' shape: left to allocate its output, mul was several times
+    # slower at m = 960
     M, T2 = (torch.empty(blocks, dtype=ux_v.dtype, device=ux_v.device) for _ in range(2))
     torch.mul(ux_t[:, :, None], uz_v.view(nb, n, k, n, 1), out=M)
     M.add_(torch.mul(ux_v.view(nb, n, k, n, 1), uz_t[:, :, None], out=T2))

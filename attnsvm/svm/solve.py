@@ -7,11 +7,11 @@ problem is one matrix inequality built without a Python loop over (i, t).
 * Frobenius (``w_mm``): the least-distance program min ||w|| s.t. A w >= 1 is solved exactly
   through its non-negative least-squares dual (Lawson & Hanson, ch. 23) in n(T-1) variables,
   whatever d is; the Gram matrix <A_j, A_k> = (dx_j . dx_k)(z_j . z_k) never forms d^2 vectors.
-  From LARGE_M constraints the same dual by block principal pivoting first (lcp.py, 20x faster).
+  From LARGE_M constraints the same dual by block principal pivoting first (lcp.py: faster).
 * Nuclear (``w_mm_nuc``): an SDP. Projecting W onto span{dx_j} on the left and span{z_i} on the
   right keeps every constraint and never increases the nuclear norm, so it is solved in that
   reduced (p x q) space, p <= n(T-1), q <= n, and mapped back. By default many instances are
-  solved in one call of a batched interior-point method (sdp.py, ``w_mm_nuc_batch``); the
+  solved in one call of a batched interior-point method (nuclear_ipm.py, ``w_mm_nuc_batch``); the
   per-instance cvxpy model is kept as the plain reference (``solver.backend=CLARABEL`` or SCS).
 
 Infeasible instances are reported as such, never as a rank or a direction.
@@ -23,13 +23,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import nnls
 
 from attnsvm.config.enums import Backend, FroMethod
 from attnsvm.config.schema import SolverConfig
 from attnsvm.svm import cvx, fro_batch, lcp
 from attnsvm.svm.cvx import INACCURATE, INFEASIBLE, OPTIMAL, SOLVER_ERROR
 from attnsvm.svm.fro_batch import BATCHED
-from attnsvm.svm.nnls import nnls
 from attnsvm.svm.nuclear_ipm import LARGE_M, nuclear_svm_batch
 
 HULL_TOL = 1e-6  # an infeasibility certificate: 0 within this of conv{A_j / max |A_j|}
@@ -180,7 +180,7 @@ def hull_certificate(dx: np.ndarray, zq: np.ndarray, u: np.ndarray) -> float:
 
 def _fro_nnls(X, Z, alpha) -> SVMSolution:
     """W^mm = sum_j mu_j A_j with mu the least-distance dual scaled by its slack; from LARGE_M
-    constraints on, mu by block principal pivoting (lcp.py) when it ends, 20x faster.
+    constraints on, mu by block principal pivoting (lcp.py) when it ends, much faster.
     ``infeasible`` only with a certificate (``hull_certificate`` <= HULL_TOL); a slack that
     vanishes without one is a solver error."""
     dx, zq, _ = constraints(X, Z, alpha)
@@ -255,9 +255,9 @@ def w_mm_nuc_batch(
     device: str = "cpu",
 ) -> list[SVMSolution]:
     """W^mm_{*,alpha} for many (X, Z, alpha) at once: reduced factors of equal shape go to one
-    call of the batched interior-point method (sdp.py). ``feasible`` (known from the Frobenius
-    SVM, whose feasibility is the same) skips the feasibility test; ``fro`` (the Frobenius
-    SVMs of the same problems) starts a large instance's working set at its support;
+    call of the batched interior-point method (nuclear_ipm.py). ``feasible`` (known from the
+    Frobenius SVM, whose feasibility is the same) skips the feasibility test; ``fro`` (the
+    Frobenius SVMs of the same problems) starts a large instance's working set at its support;
     ``device``: where the interior point runs (a GPU: nuclear_ipm._on_device)."""
     t0 = time.perf_counter()
     sols: list[SVMSolution | None] = [None] * len(problems)

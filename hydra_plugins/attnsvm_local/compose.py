@@ -8,6 +8,8 @@ key the composed config has) are applied with Hydra's own code to a copy of it.
     cfg = composer.compose(overrides, num)       # the job's full config (hydra node included)
     composer.check(overrides)                    # Hydra's own error for an override that fails
 
+Hydra's private code it calls goes through attnsvm/hydra_internals.py.
+
 Planning needs no copy of a config at all (``plan_inputs``: the value overrides set in a plain
 dict, where the task config has no interpolation); only jobs that run are composed in full,
 just before they run. tests/test_fast_compose.py checks both against ``load_sweep_config``.
@@ -19,13 +21,18 @@ import copy
 import pickle
 from pathlib import Path
 
-import yaml
-from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig, OmegaConf, ValueNode, open_dict
-from omegaconf._utils import OmegaConfDumper
+
+from attnsvm.hydra_internals import (
+    apply_overrides,
+    child,
+    override_dirname,
+    raw_value,
+    set_raw_value,
+)
 
 JOB_NUM = "${hydra.job.num}"  # the default subdir: the job directory is the job number
 
@@ -86,16 +93,13 @@ class SweepComposer:
         structural, values, parsed = self.split(overrides)
         base, _ = self._base(structural)
         cfg = _copy(base)
-        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+        apply_overrides(values, cfg)
         app = [o for o in parsed if not o.is_hydra_override()]
         names = cfg.hydra.job.config.override_dirname
         with open_dict(cfg):
             cfg.hydra.overrides.task = [o.input_line for o in app]
-            cfg.hydra.job.override_dirname = get_overrides_dirname(
-                overrides=app,
-                kv_sep=names.kv_sep,
-                item_sep=names.item_sep,
-                exclude_keys=names.exclude_keys,
+            cfg.hydra.job.override_dirname = override_dirname(
+                app, names.kv_sep, names.item_sep, names.exclude_keys
             )
             cfg.hydra.job.id = f"{cfg.hydra.job.name}_{num}"
             cfg.hydra.job.num = num
@@ -107,8 +111,8 @@ class SweepComposer:
         where that is exact; else from its full composition."""
         structural, values, _ = self.split(overrides)
         base, plain = self._base(structural)
-        subdir = base.hydra.sweep._get_node("subdir")
-        if plain is not None and subdir is not None and subdir._value() == JOB_NUM:
+        subdir = child(base.hydra.sweep, "subdir")
+        if plain is not None and subdir is not None and raw_value(subdir) == JOB_NUM:
             job = _with_values(plain, values)
             if job is not None:
                 return job, Path(sweep_dir) / str(num)
@@ -129,7 +133,7 @@ class SweepComposer:
             try:
                 ok = isinstance(node, ValueNode) and not isinstance(o.value(), (dict, list))
                 if ok:
-                    copy.deepcopy(node)._set_value(o.value())
+                    set_raw_value(copy.deepcopy(node), o.value())
             except Exception:
                 ok = False
             if not ok:
@@ -138,33 +142,9 @@ class SweepComposer:
                 return
 
 
-class _CDumper(getattr(yaml, "CDumper", yaml.Dumper)):
-    """OmegaConf's YAML dumper (its representers: strings that read as another type are
-    quoted) on libyaml's emitter when PyYAML has it: the same text, 5x faster."""
-
-
-_CDumper.add_representer(str, OmegaConfDumper.str_representer)
-
-
-def hydra_files(cfg: DictConfig) -> dict[str, str]:
-    """The text of a job's ``.hydra/`` files, as Hydra's ``run_job`` writes them
-    (``OmegaConf.to_yaml`` of the task config, of the hydra node and of the task overrides),
-    from one conversion of ``cfg``."""
-    tree = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
-    hydra = tree.pop("hydra")
-    parts = {"config.yaml": tree, "hydra.yaml": {"hydra": hydra}}
-    parts["overrides.yaml"] = hydra["overrides"]["task"]
-    return {
-        name: yaml.dump(
-            part, default_flow_style=False, allow_unicode=True, sort_keys=False, Dumper=_CDumper
-        )
-        for name, part in parts.items()
-    }
-
-
 def _copy(cfg: DictConfig) -> DictConfig:
     """A deep copy of ``cfg`` through pickle (OmegaConf's own state: nodes, flags, types),
-    3x faster than ``copy.deepcopy``; deepcopy where something in it does not pickle."""
+    faster than ``copy.deepcopy``; deepcopy where something in it does not pickle."""
     try:
         return pickle.loads(pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # noqa: BLE001  (any value pickle refuses)
@@ -176,7 +156,7 @@ def _node(cfg: DictConfig, key: str):
     for part in key.split("."):
         if not isinstance(node, DictConfig) or part not in node:
             return None
-        node = node._get_node(part)
+        node = child(node, part)
     return node
 
 

@@ -1,7 +1,7 @@
 """``experiment=gd``: gradient descent against the attention SVMs, the paper's pipeline, and its
 follow-ups on the same data flow (the p-model and joint head training, step rules and their
 SVM norms). pipeline.py trains and analyses, limits.py names each seed's limit object,
-summary.py summarises, figures.py draws what fits the sweep.
+summary.py summarises, plots.py draws what fits the sweep.
 """
 
 from __future__ import annotations

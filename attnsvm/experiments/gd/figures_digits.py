@@ -7,7 +7,7 @@ p, both drawn as a patch. ``digits_table.csv``: per (n, patch) the share of seed
 the optimal patches is feasible, saturated seeds, corr(p, p^mm) at the selected patches,
 locally optimal seeds, support patches, and how often GD selected the highest-scoring patch.
 
-python -m attnsvm.figures_digits outputs/sweeps/digits   # into SWEEP_DIR/summary
+python -m attnsvm.aggregate outputs/sweeps/digits   # into SWEEP_DIR/summary
 """
 
 from __future__ import annotations

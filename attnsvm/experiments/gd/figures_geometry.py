@@ -9,7 +9,7 @@
   p-path to the l1.75-, l2- and l3-SVMs against iterations, mean over seeds, as published;
   ``mirror_table.csv``.
 
-python -m attnsvm.figures_geometry outputs/sweeps/geometry   # into SWEEP_DIR/summary
+python -m attnsvm.aggregate outputs/sweeps/geometry   # into SWEEP_DIR/summary
 """
 
 from __future__ import annotations

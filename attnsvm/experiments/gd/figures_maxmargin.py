@@ -7,7 +7,7 @@ probability of the selected token; ||p||; 1 - corr with the SVM (relaxed SVM and
 for joint training). A second figure compares the losses on the ``loss`` example. Tables:
 ``maxmargin_table.csv`` (final values per example, dtype and loss).
 
-python -m attnsvm.figures_maxmargin outputs/sweeps/maxmargin   # into SWEEP_DIR/summary
+python -m attnsvm.aggregate outputs/sweeps/maxmargin   # into SWEEP_DIR/summary
 """
 
 from __future__ import annotations

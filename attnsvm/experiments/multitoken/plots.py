@@ -1,6 +1,6 @@
 """Figure and table of the multitoken experiment (published multitoken.png).
 
-    python -m attnsvm.figures_multitoken outputs/sweeps/multitoken  # figure + table there
+    python -m attnsvm.aggregate outputs/sweeps/multitoken  # figure + table there
 
 Top row: mean 1 - corr(W(k), .) over accepted seeds against iterations, for W^SVMeq, W^dir
 and W^1token, one panel per d (log scale). Bottom row: final 1 - corr(W, W^SVMeq) against the

@@ -1,6 +1,6 @@
 """Figures and table of the nexttoken experiment (docs/nexttoken.md).
 
-    python -m attnsvm.figures_nexttoken outputs/sweeps/nexttoken_global  # figures + table there
+    python -m attnsvm.aggregate outputs/sweeps/nexttoken_global  # figures + table there
 
 ``nexttoken_curves.png``: like the published figures, mean ± std over instances against
 iterations of 1 - corr(W, W^svm), 1 - corr(W, W^fin + R W^svm), 1 - corr(W^svm, W - Pi_S W),

@@ -3,7 +3,7 @@
 Radii where a seed's gradient underflowed (``frozen``) are left out for that seed; a curve
 shows the median over seeds at the radii where at least half of its seeds remain.
 
-python -m attnsvm.figures_regpath outputs/sweeps/regpath   # regpath.png there
+python -m attnsvm.aggregate outputs/sweeps/regpath   # regpath.png there
 """
 
 from __future__ import annotations
