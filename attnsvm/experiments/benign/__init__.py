@@ -19,7 +19,7 @@ from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.results.columns import Columns
 
-from .config import Config, Init, Rule, Setting
+from .config import BenignRun, Config, Init, Rule, Setting
 
 # its summary, console table and report: the fit of clean and flipped labels, where attention
 # goes, the clean test accuracy against the max-margin interpolator's and the Bayes-optimal one
@@ -58,12 +58,12 @@ EXPERIMENT = Experiment(
     name="benign",
     run_job=run_job,
     summary_text=summary_text,
+    Run=BenignRun,
     Config=Config,
     config_group="benign",
     figures=figures,
     columns=_COLUMNS,
     fused_unfit="its own batched loop trains (p, v) or (W, p) on noisy labels",
-    reads=("dtype",),  # no core group: its data, model and step rule are its own keys
     instead={"optimizer.kind": "benign.rule", "optimizer.checkpoint_every": "benign.checkpoints"},
     published=published,
     bench_cases=bench_cases,

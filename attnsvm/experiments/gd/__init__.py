@@ -9,6 +9,8 @@ from __future__ import annotations
 from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.gd.columns import columns
+from attnsvm.experiments.gd.config import RunConfig
+from attnsvm.experiments.legacy import LEGACY_GROUPS
 
 
 def published() -> list:
@@ -28,7 +30,12 @@ EXPERIMENT = Experiment(
     run_job=run_job,
     summary_text=summary_text,
     figures=figures,
-    reads=("*",),  # every optional core option: head.train, optimizer.gradient, loss, norms, p
+    Run=RunConfig,
+    # the options of the shared groups only it reads (attnsvm/composition/rules.py)
+    reads=("head.train", "optimizer.gradient", "solver.norms", "parameterization.p"),
+    # its job hash held multitoken's and regpath's groups at their defaults from before each
+    # experiment had its own job config: kept, so every gd sweep keeps its identity (resume)
+    hash_legacy=LEGACY_GROUPS,
     columns=columns,  # its summary's columns per config point: the p-model's or W's (columns.py)
     published=published,
     doc=__doc__,

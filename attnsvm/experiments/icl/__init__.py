@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.icl.config import Config
+from attnsvm.experiments.icl.config import Config, IclRun
 from attnsvm.results.columns import Columns
 
 # its summary, console table and report: the learned A against Gamma^-1 and the test losses
@@ -62,12 +62,12 @@ EXPERIMENT = Experiment(
     name="icl",
     run_job=run_job,
     summary_text=summary_text,
+    Run=IclRun,
     Config=Config,
     config_group="icl",
     figures=figures,
     columns=_COLUMNS,
     fused_unfit="linear attention on regression prompts trains in its own loop",
-    reads=("dtype",),  # no core group: its prompts, model and step rule are its own keys
     instead={"dataset.T": "icl.N"},  # the context length
     published=published,
     bench_cases=bench_cases,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.multitoken.config import MultitokenConfig
+from attnsvm.experiments.multitoken.config import MultitokenConfig, MultitokenRun
 from attnsvm.results.columns import Columns
 
 # its summary, console table and report: the seeds tried and accepted (the published
@@ -49,11 +49,10 @@ EXPERIMENT = Experiment(
     name="multitoken",
     run_job=run_job,
     summary_text=summary_text,
+    Run=MultitokenRun,
     Config=MultitokenConfig,  # its config group (key: name)
     figures=figures,
     columns=_COLUMNS,
-    reads=("dtype", "dataset", "parameterization", "optimizer", "head", "solver"),
-    hash_neutral=False,  # its group was always part of the job hash: old sweeps resume
     published=published,
     bench_jobs=later("attnsvm.experiments.multitoken.bench:bench_jobs"),
     doc=__doc__,

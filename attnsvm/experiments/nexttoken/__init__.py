@@ -10,7 +10,7 @@ from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Device, Init, Optimizer
 from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.nexttoken.config import NexttokenConfig
+from attnsvm.experiments.nexttoken.config import NexttokenConfig, NexttokenRun
 from attnsvm.results.columns import Columns
 
 # its summary, console table and report: which graph-SVM the direction reached and attention
@@ -75,14 +75,13 @@ EXPERIMENT = Experiment(
     name="nexttoken",
     run_job=run_job,
     summary_text=summary_text,
+    Run=NexttokenRun,
     Config=NexttokenConfig,  # its config group (key: name)
     figures=figures,
     columns=_COLUMNS,
     check=check,
     datasets=("nexttoken",),  # a vocabulary, sequences of ids and labels: read by nothing else
     fused_unfit="its losses train in torch",
-    # not dtype: it trains in float64, whatever dtype says
-    reads=("dataset", "parameterization", "optimizer", "solver", "metrics.epsilon"),
     published=published,
     bench_jobs=later("attnsvm.experiments.nexttoken.bench:bench_jobs"),
     doc=__doc__,

@@ -18,7 +18,7 @@ from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.results.columns import Columns
 
-from .config import Config, Param, Rule
+from .config import Config, Param, RankdynRun, Rule
 from .stages import Stages, detect_stages, effective_rank
 
 # its summary, console table and report: the stages (rises of the effective rank of K Q^T), the
@@ -67,12 +67,12 @@ EXPERIMENT = Experiment(
     name="rankdyn",
     run_job=run_job,
     summary_text=summary_text,
+    Run=RankdynRun,
     Config=Config,
     config_group="rankdyn",
     figures=figures,
     columns=_COLUMNS,
     fused_unfit="its own batched loop records K Q^T at log-spaced checkpoints",
-    reads=("dtype", "solver"),  # solver: its SVMs; instances, model, step rule: its own keys
     instead={
         "optimizer.kind": "rankdyn.rule",
         "optimizer.checkpoint_every": "rankdyn.checkpoints",

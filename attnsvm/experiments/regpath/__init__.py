@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.regpath.config import RegpathConfig
+from attnsvm.experiments.regpath.config import RegpathConfig, RegpathRun
 from attnsvm.results.columns import Columns
 
 # its summary, console table and report: the direction at the largest radius against W^mm (W)
@@ -40,11 +40,10 @@ EXPERIMENT = Experiment(
     name="regpath",
     run_job=run_job,
     summary_text=summary_text,
+    Run=RegpathRun,
     Config=RegpathConfig,  # its config group (key: name)
     figures=figures,
     columns=_COLUMNS,
-    reads=("dtype", "dataset", "parameterization", "head", "solver"),  # its GD: regpath.*
-    hash_neutral=False,  # its group was always part of the job hash: old sweeps resume
     fused_unfit="its projected GD runs in torch",
     published=published,
     doc=__doc__,
