@@ -10,19 +10,19 @@ recomputed from LEGACY_BASE to carry their old sweeps over (attnsvm/results/migr
 from __future__ import annotations
 
 # the two experiment groups that always entered every job's hash, at their defaults
-LEGACY_GROUPS = {
+LEGACY_GROUPS = {  # in their fields' order: the order of their columns in gd's rows
     "multitoken": {
-        "max_tried": 1000000,
-        "target_accepted": None,
         "threshold": 0.001,
         "zero_threshold": 1e-06,
+        "target_accepted": None,
+        "max_tried": 1000000,
     },
     "regpath": {
-        "lr": 0.1,
-        "points": 12,
-        "r_max": 200.0,
         "r_min": 0.5,
+        "r_max": 200.0,
+        "points": 12,
         "steps": 500,
+        "lr": 0.1,
         "svm_start_noise": 0.1,
     },
 }
