@@ -52,6 +52,9 @@ class Columns:
     heads its mean."""
 
     axes: tuple[str, ...] = ("n", "T", "d")  # config columns that always name a point
+    keys: tuple[str, ...] = ()  # config columns that name a point where its runs have them
+    convergence: str | None = None  # a run column of categories, counted per point ...
+    categories: tuple[str, ...] = ()  # ... one summary column each (its values, "_" for " ")
     counts: Mapping[str, str] = field(default_factory=lambda: {"feasible": "feasible"})
     # summary column -> boolean run column: the seeds where it holds (and their share, _rate)
     metrics: tuple[str, ...] = METRICS  # run columns averaged per point (absent ones skipped)
@@ -62,7 +65,14 @@ class Columns:
     labels: Mapping[str, str] = field(default_factory=dict)  # column -> its header
 
 
+# the attention SVM's convergence classes (attnsvm/metrics.py: CONV_TYPES): its runs' conv_type
+ATTENTION_SVM = {
+    "keys": ("parameterization",),
+    "convergence": "conv_type",
+    "categories": ("global", "local", "other", "not converged"),
+}
 DEFAULT = Columns(
+    **ATTENTION_SVM,
     norms=True,
     console=(*CONVERGENCE, "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean")
     + ("rank_fro_mean", "rank_fro_std", "rank_nuc_mean", "rank_nuc_std"),

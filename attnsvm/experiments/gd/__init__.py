@@ -6,7 +6,6 @@ summary.py summarises, figures.py draws what fits the sweep.
 
 from __future__ import annotations
 
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.gd.columns import columns
 from attnsvm.experiments.gd.config import RunConfig
@@ -20,9 +19,26 @@ def published() -> list:
     return SWEEPS
 
 
-run_job = later("attnsvm.experiments.gd.pipeline:run_job")
-summary_text = later("attnsvm.experiments.gd.summary:gd_summary_text")
-figures = later("attnsvm.experiments.gd.plots:figures")
+def run_job(*args, **kwargs):
+    """pipeline.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .pipeline import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """summary.py's ``gd_summary_text``, imported when called (its imports are heavy)."""
+    from .summary import gd_summary_text
+
+    return gd_summary_text(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
+
 
 EXPERIMENT = Experiment(
     name="gd",

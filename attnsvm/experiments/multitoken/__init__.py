@@ -6,7 +6,6 @@ multi-token SVM-equivalence W^SVMeq, the direction W^dir and the one-token SVM (
 
 from __future__ import annotations
 
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.multitoken.config import MultitokenConfig, MultitokenRun
 from attnsvm.results.columns import Columns
@@ -41,9 +40,33 @@ def published() -> list:
     return SWEEPS
 
 
-run_job = later("attnsvm.experiments.multitoken.job:run_job")
-summary_text = later("attnsvm.experiments.multitoken.job:summary_text")
-figures = later("attnsvm.experiments.multitoken.plots:figures")
+def run_job(*args, **kwargs):
+    """job.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .job import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """job.py's ``summary_text``, imported when called (its imports are heavy)."""
+    from .job import summary_text
+
+    return summary_text(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
+
+
+def bench_jobs(*args, **kwargs):
+    """bench.py's ``bench_jobs``, imported when called (its imports are heavy)."""
+    from .bench import bench_jobs
+
+    return bench_jobs(*args, **kwargs)
+
 
 EXPERIMENT = Experiment(
     name="multitoken",
@@ -54,6 +77,6 @@ EXPERIMENT = Experiment(
     figures=figures,
     columns=_COLUMNS,
     published=published,
-    bench_jobs=later("attnsvm.experiments.multitoken.bench:bench_jobs"),
+    bench_jobs=bench_jobs,
     doc=__doc__,
 )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Device, Init, Optimizer
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.nexttoken.config import NexttokenConfig, NexttokenRun
 from attnsvm.results.columns import Columns
@@ -42,9 +41,25 @@ def published() -> list:
     return SWEEPS
 
 
-run_job = later("attnsvm.experiments.nexttoken.job:run_job")
-summary_text = later("attnsvm.experiments.nexttoken.job:summary_text")
-figures = later("attnsvm.experiments.nexttoken.plots:figures")
+def run_job(*args, **kwargs):
+    """job.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .job import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """job.py's ``summary_text``, imported when called (its imports are heavy)."""
+    from .job import summary_text
+
+    return summary_text(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
 
 
 def check(run) -> None:
@@ -71,6 +86,13 @@ def check(run) -> None:
         )
 
 
+def bench_jobs(*args, **kwargs):
+    """bench.py's ``bench_jobs``, imported when called (its imports are heavy)."""
+    from .bench import bench_jobs
+
+    return bench_jobs(*args, **kwargs)
+
+
 EXPERIMENT = Experiment(
     name="nexttoken",
     run_job=run_job,
@@ -83,6 +105,6 @@ EXPERIMENT = Experiment(
     datasets=("nexttoken",),  # a vocabulary, sequences of ids and labels: read by nothing else
     fused_unfit="its losses train in torch",
     published=published,
-    bench_jobs=later("attnsvm.experiments.nexttoken.bench:bench_jobs"),
+    bench_jobs=bench_jobs,
     doc=__doc__,
 )
