@@ -29,6 +29,7 @@ import pandas as pd
 
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.input_checks import check_writable_dir
+from attnsvm.results import columns as declaration
 from attnsvm.results import store as results
 from attnsvm.results.columns import DEFAULT, Columns, columns_of, header, shown
 from attnsvm.results.integrity import verified
@@ -66,7 +67,7 @@ class Sweep:
     def keys(self) -> list[str]:
         """The main axes its experiments declare (their ``columns``: axes, and keys where their
         runs have them), then the other swept keys: the columns naming a config point."""
-        axes = [k for k in declared_keys(self.runs) if k in self.runs]
+        axes = [k for k in declaration.declared_keys(self.runs) if k in self.runs]
         return [*axes, *(k for k in self.swept if k not in axes)]
 
     @property
@@ -82,27 +83,6 @@ class Sweep:
     @property
     def unfinished(self) -> pd.DataFrame:
         return self.jobs[~self.jobs.status.isin(["finished", "failed"])]
-
-
-def _points(runs: pd.DataFrame):
-    """(experiment entry or None, its runs) per experiment of ``runs``."""
-    from attnsvm.experiments import entry
-
-    if "experiment" not in runs or runs.empty:
-        return [(None, runs)]
-    return [(entry(name), part) for name, part in runs.groupby("experiment", sort=True)]
-
-
-def point_keys(columns: Columns, runs: pd.DataFrame) -> list[str]:
-    """The config columns naming a point of ``runs`` under ``columns``: its axes, and its keys
-    where the runs have them."""
-    return [*columns.axes, *(k for k in columns.keys if k in runs)]
-
-
-def declared_keys(runs: pd.DataFrame) -> list[str]:
-    """The point-naming columns the experiments of ``runs`` declare, in order."""
-    keys = [k for e, part in _points(runs) for k in point_keys(columns_of(e, part), part)]
-    return list(dict.fromkeys(keys))
 
 
 def scan_jobs(sweep_dir: Path) -> pd.DataFrame:
@@ -270,7 +250,7 @@ def summarize_sweep(sweep: Sweep) -> pd.DataFrame:
     parts, declared, axes = [], [], []
     for (name, _), point in runs.groupby([names, runs.config_hash], sort=True, dropna=False):
         columns = columns_of(entry(name) if isinstance(name, str) else None, point)
-        named = point_keys(columns, point)
+        named = declaration.point_keys(columns, point)
         parts.append(summarize(point, list(dict.fromkeys([*named, *sweep.swept])), columns))
         declared.append(columns)
         axes += named

@@ -87,6 +87,27 @@ def columns_of(experiment, runs: pd.DataFrame) -> Columns:
     return declared if isinstance(declared, Columns) else declared(runs)
 
 
+def _points(runs: pd.DataFrame):
+    """(experiment entry or None, its runs) per experiment of ``runs``."""
+    from attnsvm.experiments import entry
+
+    if "experiment" not in runs or runs.empty:
+        return [(None, runs)]
+    return [(entry(name), part) for name, part in runs.groupby("experiment", sort=True)]
+
+
+def point_keys(columns: Columns, runs: pd.DataFrame) -> list[str]:
+    """The config columns naming a point of ``runs`` under ``columns``: its axes, and its keys
+    where the runs have them."""
+    return [*columns.axes, *(k for k in columns.keys if k in runs)]
+
+
+def declared_keys(runs: pd.DataFrame) -> list[str]:
+    """The point-naming columns the experiments of ``runs`` declare, in order."""
+    keys = [k for e, part in _points(runs) for k in point_keys(columns_of(e, part), part)]
+    return list(dict.fromkeys(keys))
+
+
 def shown(declared: list[Columns]) -> dict:
     """What the console and report show of a summary made under ``declared``, as the summary
     carries it (``summary.attrs["columns"]``): counts, console columns, headers."""
