@@ -67,7 +67,9 @@ class Sweep:
     def keys(self) -> list[str]:
         """The main axes its experiments declare (their ``columns``: axes, and keys where their
         runs have them), then the other swept keys: the columns naming a config point."""
-        axes = [k for k in declaration.declared_keys(self.runs) if k in self.runs]
+        from attnsvm.experiments import entry
+
+        axes = [k for k in declaration.declared_keys(self.runs, entry) if k in self.runs]
         return [*axes, *(k for k in self.swept if k not in axes)]
 
     @property

@@ -87,10 +87,9 @@ def columns_of(experiment, runs: pd.DataFrame) -> Columns:
     return declared if isinstance(declared, Columns) else declared(runs)
 
 
-def _points(runs: pd.DataFrame):
-    """(experiment entry or None, its runs) per experiment of ``runs``."""
-    from attnsvm.experiments import entry
-
+def _points(runs: pd.DataFrame, entry):
+    """(experiment entry or None, its runs) per experiment of ``runs`` (``entry``: the
+    registry's lookup, name -> entry)."""
     if "experiment" not in runs or runs.empty:
         return [(None, runs)]
     return [(entry(name), part) for name, part in runs.groupby("experiment", sort=True)]
@@ -102,9 +101,9 @@ def point_keys(columns: Columns, runs: pd.DataFrame) -> list[str]:
     return [*columns.axes, *(k for k in columns.keys if k in runs)]
 
 
-def declared_keys(runs: pd.DataFrame) -> list[str]:
+def declared_keys(runs: pd.DataFrame, entry) -> list[str]:
     """The point-naming columns the experiments of ``runs`` declare, in order."""
-    keys = [k for e, part in _points(runs) for k in point_keys(columns_of(e, part), part)]
+    keys = [k for e, part in _points(runs, entry) for k in point_keys(columns_of(e, part), part)]
     return list(dict.fromkeys(keys))
 
 
