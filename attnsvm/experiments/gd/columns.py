@@ -28,7 +28,8 @@ P_MODEL = Columns(  # W = e p^T: its ranks are 1, corr_fro and corr_nuc are corr
 )
 TRAINED = Columns(
     **ATTENTION_SVM,
-    norms=True, console=(*CONVERGENCE, "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean")
+    norms=True,
+    console=(*CONVERGENCE, "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean"),
 )
 SVMS_ONLY = Columns(  # train=false: the SVMs alone
     **ATTENTION_SVM,
