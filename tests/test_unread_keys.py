@@ -161,3 +161,13 @@ def test_the_job_config_of_rankdyn_shows_none_of_gds_groups():
     top = {line.split(":")[0] for line in res.stdout.splitlines() if line and line[0] != " "}
     assert {"rankdyn", "solver", "experiment", "seeds"} <= top, res.stdout
     assert not top & {"dataset", "parameterization", "optimizer", "head", "metrics", "train"}
+
+
+def test_a_key_one_experiment_of_a_sweep_files_grid_lacks_is_refused(tmp_path):
+    """sequential's grid runs gd and regpath: optimizer.steps is gd's alone."""
+    sweep = tmp_path / "sweep"
+    res = run_cli("+sweeps=sequential", "optimizer.steps=40", f"hydra.sweep.dir={sweep}",
+                  multirun=True)  # fmt: skip
+    assert res.returncode != 0, res.stdout
+    assert "experiment=regpath reads regpath.steps, not optimizer.steps" in res.stdout, res.stdout
+    assert not sweep.exists()

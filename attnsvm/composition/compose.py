@@ -148,20 +148,25 @@ _NOT_SCHEMA = ("hydra", "sweep", "sweeps")  # Hydra's own keys and the sweep def
 _EXPERIMENT = re.compile(r"^\s*-\s*override\s+/experiment\s*:\s*(?P<name>\S+)", re.M)
 
 
-def _sweep_experiment(overrides: list[str]) -> str | None:
-    """The experiment a ``+sweeps=NAME`` file chooses (``override /experiment: X``), if any."""
+def _sweep_experiments(overrides: list[str]) -> list[str]:
+    """The experiments a ``+sweeps=NAME`` file runs: the one it chooses (``override
+    /experiment: X``) and those its grid sweeps (``hydra.sweeper.params.experiment``)."""
     from importlib.resources import files
 
+    found: list[str] = []
     for arg in overrides:
         if arg.startswith("+sweeps="):
             path = files(CONF_MODULE) / "sweeps" / f"{arg.split('=', 1)[1]}.yaml"
             try:
-                found = _EXPERIMENT.search(path.read_text())
+                text = path.read_text()
             except (FileNotFoundError, NotADirectoryError):
                 continue
-            if found:
-                return found["name"]
-    return None
+            chosen = _EXPERIMENT.search(text)
+            found += [chosen["name"]] if chosen else []
+            grid = OmegaConf.create(text).get("hydra", {}).get("sweeper", {}).get("params", {})
+            swept = (grid or {}).get("experiment")
+            found += [v.strip() for v in str(swept).split(",")] if swept else []
+    return found
 
 
 def _named_experiments(overrides: list[str]) -> list[str]:
@@ -171,7 +176,7 @@ def _named_experiments(overrides: list[str]) -> list[str]:
         if arg.startswith("experiment="):
             value = arg.split("=", 1)[1]
             return [v.strip() for v in value.split(",")] if "," in value else [value]
-    return [_sweep_experiment(overrides) or default_name()]
+    return _sweep_experiments(overrides) or [default_name()]
 
 
 def _unknown(module, key: str, value: str) -> ConfigError | None:
