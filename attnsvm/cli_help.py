@@ -12,8 +12,8 @@ import re
 import textwrap
 from importlib.resources import files
 
-from attnsvm.config.schema import CONF_MODULE, RunBase
-from attnsvm.experiments import builtin_names, entry
+from attnsvm.config.schema import CONF_MODULE
+from attnsvm.experiments import builtin_names, default_name, entry
 
 WIDTH = 100
 INTRO = (
@@ -48,7 +48,7 @@ def _wrapped(text: str, indent: str = "", hang: int = 4) -> str:
 def _commands() -> list[tuple[str, str]]:
     run = "python -m attnsvm.run"
     return [
-        (run, f"the default job (experiment={RunBase.experiment})"),
+        (run, f"the default job (experiment={default_name()})"),
         (f"{run} experiment=NAME KEY=VALUE ...", "one job"),
         (f"{run} -m dataset.d=2,4,8 parameterization=w,kq", "an ad-hoc sweep"),
         (f"{run} -m +sweeps=SWEEP", "a sweep file; it resumes"),

@@ -5,15 +5,29 @@ token of every sequence, and how saturated is the softmax? Built from attnsvm's 
 """
 
 import time
+from dataclasses import dataclass, field
 
 import pandas as pd
 
+from attnsvm.config.schema import HeadConfig, OptimizerConfig, ParameterizationConfig, RunBase
+from attnsvm.data.dataset_config import DatasetConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.results.contract import JobResult, config_columns
 from attnsvm.results.store import config_hash
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
+
+
+@dataclass
+class ExampleRun(RunBase):
+    """Its job config: the keys every job has and the groups it reads."""
+
+    experiment: str = "experiment_example"
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    head: HeadConfig = field(default_factory=HeadConfig)
 
 
 def run_job(cfg, progress=None):
@@ -39,4 +53,6 @@ def summary_text(runs, seconds):
     return f"experiment_example: optimal token in {share:.0%} of sequences ({seconds:.2f} s)"
 
 
-EXPERIMENT = Experiment(name="experiment_example", run_job=run_job, summary_text=summary_text)
+EXPERIMENT = Experiment(
+    name="experiment_example", run_job=run_job, summary_text=summary_text, Run=ExampleRun
+)

@@ -96,7 +96,7 @@ BAD = [
         NT + ["dataset.n=2", "dataset.T=2", "dataset.ids=[[0,1],[1,2]]"],
         ["dataset.ids and dataset.labels go together"],
     ),
-    (["experiment=nexttoken"], ["experiment=nexttoken needs dataset=nexttoken"]),
+    (["experiment=nexttoken", "dataset=random"], ["experiment=nexttoken needs dataset=nexttoken"]),
     (["dataset=nexttoken"], ["dataset=nexttoken is read by experiment=nexttoken only"]),
     # the p-model, the published max-margin examples and the loss (issue 12)
     (["loss=hinge"], ["loss", "logistic", "exponential", "correlation"]),

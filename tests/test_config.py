@@ -7,8 +7,10 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf.errors import ValidationError
 
-from attnsvm.composition import RunConfig, register_configs, to_run_config
+from attnsvm.composition import register_configs, to_run_config
 from attnsvm.config import ConfigError
+from attnsvm.config.schema import RunBase
+from attnsvm.experiments import entry, names
 from conftest import CONF_DIR, REPO
 
 register_configs()
@@ -30,6 +32,7 @@ GROUP_OPTIONS = {
     "solver": ["ipm", "clarabel", "scs"],
     "head": ["linear", "relu", "lambda"],
     "metrics": ["default"],
+    "experiment": ["gd", "rankdyn", "icl", "benign", "regpath", "multitoken", "nexttoken"],
 }
 
 
@@ -49,6 +52,7 @@ def _compose(overrides: list[str]):
 
 
 def test_groups_cover_conf_dir():
+    assert sorted(GROUP_OPTIONS["experiment"]) == sorted(names())  # ls conf/experiment
     for group, options in GROUP_OPTIONS.items():
         on_disk = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
         assert on_disk == sorted(options), group
@@ -60,8 +64,10 @@ def test_groups_cover_conf_dir():
 def test_every_option_composes(override):
     partner = NEEDS.get(override, [])  # rules across groups (tests/test_bad_input.py)
     run = to_run_config(_compose([override, *partner]))
-    assert isinstance(run, RunConfig)
+    assert isinstance(run, RunBase) and type(run) is entry(run.experiment).job_config
     group, option = override.split("=")
+    if group == "experiment":  # conf/experiment/<name>.yaml: its own job config
+        assert run.experiment == option
     if group in ("parameterization", "optimizer"):  # md175: md with the published p = 1.75
         assert getattr(run, group).kind.value == option.rstrip("0123456789")
 

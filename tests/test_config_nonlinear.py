@@ -47,4 +47,4 @@ def test_bad_values_name_their_key():
     with pytest.raises(ConfigError, match="head.lam"):
         _compose(["head=lambda", "head.lam=-1"])
     with pytest.raises(ConfigError, match="multitoken"):
-        _compose(["multitoken.threshold=1e-9"])
+        _compose(["experiment=multitoken", "multitoken.threshold=1e-9"])

@@ -67,11 +67,11 @@ def test_a_misspelt_field_names_the_accepted_fields(tmp_path, monkeypatch):
         monkeypatch,
         "mylab_misspelt",
         HEAD + "\nEXPERIMENT = Experiment(name='x', run_job=run_job, summary_text=summary_text,"
-        " hash_nuetral=False)\n",
+        " fused_unfti='why')\n",
     )
     with pytest.raises(ConfigError) as err:
         entry(name)
-    assert "hash_nuetral" in str(err.value) and "hash_neutral" in str(err.value)
+    assert "fused_unfti" in str(err.value) and "fused_unfit" in str(err.value)
 
 
 def test_a_module_without_experiment_is_refused_naming_what_it_lacks(tmp_path, monkeypatch):

@@ -150,10 +150,25 @@ def _schema_module() -> str:
         m
         for m, p in MODULES.items()
         for node in ast.walk(ast.parse(p.read_text()))
-        if isinstance(node, ast.ClassDef) and node.name == "RunConfig"
+        if isinstance(node, ast.ClassDef) and node.name == "RunBase"
     ]
     assert len(found) == 1, found
     return found[0]
+
+
+def test_every_job_config_is_a_class_written_out():
+    """Each experiment's job config is a class statement in its package (go-to-definition
+    finds it): none is made at run time."""
+    from attnsvm.experiments import entry, names
+
+    for name in names():
+        cls = entry(name).job_config
+        path = MODULES[cls.__module__]
+        defined = {n.name for n in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(n, ast.ClassDef)}  # fmt: skip
+        assert cls.__qualname__ in defined and cls.__module__.startswith(
+            f"attnsvm.experiments.{name}."
+        ), (name, cls)
 
 
 def test_the_schema_is_a_leaf():

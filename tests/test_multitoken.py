@@ -4,7 +4,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from attnsvm.composition import DatasetConfig, Generator, RunConfig
+from attnsvm.composition import DatasetConfig, Generator
 from attnsvm.config import (
     Head,
     HeadConfig,
@@ -13,7 +13,7 @@ from attnsvm.config import (
     ParameterizationConfig,
     SolverConfig,
 )
-from attnsvm.experiments.multitoken.config import MultitokenConfig
+from attnsvm.experiments.multitoken.config import MultitokenConfig, MultitokenRun
 from attnsvm.experiments.multitoken.job import (
     _pairs,
     acceptance_flags,
@@ -68,13 +68,12 @@ def test_acceptance_flags():
     assert f["band_ok"] and f["has_zero"] and f["multi_selected"]
 
 
-def _multitoken_cfg(d: int, steps: int, every: int, target: int, batch_size: int) -> RunConfig:
+def _multitoken_cfg(d: int, steps: int, every: int, target: int, batch_size: int) -> MultitokenRun:
     """The published multitoken setting (ReLU head, n=3, T=4, seeds from 1), scaled down."""
-    return RunConfig(
+    return MultitokenRun(
         dataset=DatasetConfig(generator=Generator.relu, n=3, T=4, d=d),
         head=HeadConfig(kind=Head.relu),
         optimizer=OptimizerConfig(steps=steps, checkpoint_every=every),
-        experiment="multitoken",
         multitoken=MultitokenConfig(target_accepted=target),
         seed=1,
         batch_size=batch_size,
@@ -106,7 +105,7 @@ def test_target_accepted_rows_do_not_depend_on_the_batch_size():
     np.testing.assert_array_equal(a.corr_svmeq[ok], b.corr_svmeq[ok])  # bit for bit
 
 
-def _kq(cfg: RunConfig) -> RunConfig:
+def _kq(cfg: MultitokenRun) -> MultitokenRun:
     cfg.parameterization = ParameterizationConfig(kind=Parameterization.kq)
     return cfg
 

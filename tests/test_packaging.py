@@ -17,7 +17,7 @@ from attnsvm.cli_help import summary_line
 from attnsvm.experiments import builtin_names
 from cli_helpers import REPO, attnsvm_cmd, cli_env
 
-GROUPS = "dataset head metrics optimizer parameterization solver sweeps"
+GROUPS = "dataset experiment head metrics optimizer parameterization solver sweeps"
 
 
 def _run(*cmd, cwd: Path) -> subprocess.CompletedProcess:

@@ -3,18 +3,17 @@
 import numpy as np
 import pytest
 
-from attnsvm.composition import DatasetConfig, RunConfig
+from attnsvm.composition import DatasetConfig
 from attnsvm.config import Parameterization, ParameterizationConfig
-from attnsvm.experiments.regpath.config import RegpathConfig
+from attnsvm.experiments.regpath.config import RegpathConfig, RegpathRun
 from attnsvm.experiments.regpath.job import run_job
 
 
 @pytest.mark.parametrize("kind,column", [("w", "corr_fro"), ("kq", "corr_nuc")])
 def test_regpath_direction_approaches_the_svm(kind, column):
-    cfg = RunConfig(
+    cfg = RegpathRun(
         dataset=DatasetConfig(n=2, T=3, d=4),
         parameterization=ParameterizationConfig(kind=Parameterization(kind)),
-        experiment="regpath",
         regpath=RegpathConfig(r_min=1.0, r_max=300.0, points=5, steps=300),
         seeds=2,
     )
@@ -46,8 +45,7 @@ def test_projection_of_a_w_whose_norm_overflows_keeps_its_direction():
 def test_a_step_that_overflows_is_reported_diverged_never_ok(lr):
     """lr=1e308 overflows W itself: every seed diverged, with the chain and R index; no seed
     reads ok with a NaN column."""
-    cfg = RunConfig(
-        experiment="regpath",
+    cfg = RegpathRun(
         seeds=2,
         dataset=DatasetConfig(n=4, T=5, d=4),
         regpath=RegpathConfig(points=4, steps=30, r_max=50.0, lr=lr),

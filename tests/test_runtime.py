@@ -10,7 +10,7 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info
 
-from attnsvm.composition import RunConfig
+from attnsvm.experiments import job_config
 from attnsvm.job import run_job
 from attnsvm.runtime import limit_threads, mkl_cnr_mode
 
@@ -45,7 +45,7 @@ def test_every_experiment_runs_within_the_threads_limit(monkeypatch, experiment)
     torch.set_num_threads(2)
     try:
         with pytest.raises(StopIteration):
-            run_job(RunConfig(experiment=experiment, threads=1))
+            run_job(job_config(experiment)(threads=1))
         assert seen == {"torch": 1, "blas": {1}}
     finally:
         torch.set_num_threads(1)

@@ -22,10 +22,11 @@ import re
 from omegaconf import DictConfig, OmegaConf, ValueNode
 
 from attnsvm.composition.resolve import resolve
-from attnsvm.config.checks import ConfigError
+from attnsvm.composition.rules import unread_key
+from attnsvm.config.checks import ConfigError, flatten, plain
 from attnsvm.config.plugins import later
 from attnsvm.config.schema import (
-    DatasetBase,
+    CONF_MODULE,
     HeadConfig,
     MetricsConfig,
     OptimizerConfig,
@@ -33,11 +34,10 @@ from attnsvm.config.schema import (
     RunBase,
     SolverConfig,
 )
-from attnsvm.experiments import run_config_class
+from attnsvm.experiments import builtin_names, default_name, entry, has_key
 from attnsvm.hydra_internals import child, raw_value, set_raw_value
 
-CORE_GROUPS = {  # the dataset group as the core has it; Hydra gets every data set's keys too
-    "dataset": DatasetBase,
+SHARED_GROUPS = {  # the groups several experiments read, each with its options in conf/<group>/
     "parameterization": ParameterizationConfig,
     "optimizer": OptimizerConfig,
     "solver": SolverConfig,
@@ -66,8 +66,22 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
+def _experiment(plain: dict):
+    """The experiment a composed config's plain dict names ("" or none: the default)."""
+    return entry(plain.get("experiment") or default_name())
+
+
+def check_keys(plain: dict, module) -> None:
+    """Refuse a key outside the experiment's job config, naming what it reads instead."""
+    for key, value in flatten(plain).items():
+        if not has_key(module, key):
+            raise unread_key(module, key, value)
+
+
 def _full(plain: dict) -> RunBase:
-    cls = run_config_class()
+    module = _experiment(plain)
+    check_keys(plain, module)
+    cls = module.job_config
     if cls not in _SCHEMAS:
         _SCHEMAS[cls] = OmegaConf.structured(cls)
     merged = OmegaConf.merge(_SCHEMAS[cls], plain)
@@ -99,7 +113,7 @@ def _changed_leaf(run, merged: DictConfig, key: str, value):
 
 
 def _fast(plain: dict) -> RunBase | None:
-    last = _LAST.get(run_config_class())
+    last = _LAST.get(_experiment(plain).job_config)
     if last is None:
         return None
     flat0, merged, run0 = last
@@ -130,37 +144,103 @@ def run_config_from_plain(plain: dict) -> RunBase:
     return resolve(run if run is not None else _full(plain))
 
 
-_OVERRIDE = re.compile(r"^(?P<key>[A-Za-z_][\w.]*)=")  # key=value; not +key, ~key, group/x
+_OVERRIDE = re.compile(r"^(?P<key>[A-Za-z_][\w.]*)=(?P<value>.*)$")  # not +key, ~key, group/x
 _NOT_SCHEMA = ("hydra", "sweep", "sweeps")  # Hydra's own keys and the sweep definitions
+_EXPERIMENT = re.compile(r"^\s*-\s*override\s+/experiment\s*:\s*(?P<name>\S+)", re.M)
+
+
+def _sweep_experiments(overrides: list[str]) -> list[str]:
+    """The experiments a ``+sweeps=NAME`` file runs: the one it chooses (``override
+    /experiment: X``) and those its grid sweeps (``hydra.sweeper.params.experiment``)."""
+    from importlib.resources import files
+
+    found: list[str] = []
+    for arg in overrides:
+        if arg.startswith("+sweeps="):
+            path = files(CONF_MODULE) / "sweeps" / f"{arg.split('=', 1)[1]}.yaml"
+            try:
+                text = path.read_text()
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            chosen = _EXPERIMENT.search(text)
+            found += [chosen["name"]] if chosen else []
+            grid = OmegaConf.create(text).get("hydra", {}).get("sweeper", {}).get("params", {})
+            swept = (grid or {}).get("experiment")
+            found += [v.strip() for v in str(swept).split(",")] if swept else []
+    return found
+
+
+def _named_experiments(overrides: list[str]) -> list[str]:
+    """The experiments a command line runs: its ``experiment=`` values (a sweep's several),
+    else its sweep file's, else the default."""
+    for arg in overrides:
+        if arg.startswith("experiment="):
+            value = arg.split("=", 1)[1]
+            return [v.strip() for v in value.split(",")] if "," in value else [value]
+    return _sweep_experiments(overrides) or [default_name()]
+
+
+def _unknown(module, key: str, value: str) -> ConfigError | None:
+    """The error for ``key`` in the job config of ``module``: unread (its group or key is not
+    there) or unknown (a misspelt key of a group it has); None where it is a key of it."""
+    from omegaconf import OmegaConf
+
+    if has_key(module, key):
+        return None
+    schema = OmegaConf.structured(module.job_config)
+    top = key.split(".")[0]
+    if top not in schema:
+        return unread_key(module, key, value)
+    node, path = schema, []
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or part not in node:
+            break
+        node, path = node[part], [*path, part]
+    if not isinstance(node, DictConfig):
+        return unread_key(module, key, value)  # an option only some experiments read
+    return ConfigError(
+        f"unknown key {key!r}: accepted keys of {'.'.join(path)} are {', '.join(node)}"
+    )
 
 
 def check_override_keys(overrides: list[str]) -> None:
-    """Fail on an overridden key that the schema lacks, listing the keys it accepts.
+    """Fail on an overridden key outside the job config of the experiment it runs, naming what
+    that experiment reads instead, or a misspelt key of one of its groups, listing the accepted
+    ones. An ``experiment=`` naming your own module registers it as an option of the group.
 
     Hydra rejects such a key too, but without saying which keys exist. Appending (``+key``),
     deleting (``~key``) and Hydra's own options are left to Hydra.
 
         check_override_keys(["dataset.dd=3"])  # ConfigError: ... accepted keys of dataset: ...
     """
-    schema = OmegaConf.structured(run_config_class())
+    modules = [entry(name) for name in _named_experiments(overrides)]
+    for module in modules:
+        if module.name not in builtin_names():
+            _PLUGINS[module.name] = module
     for arg in overrides:
         match = _OVERRIDE.match(arg)
-        if match is None or match["key"].split(".")[0] in _NOT_SCHEMA:
+        if match is None or match["key"].split(".")[0] in (*_NOT_SCHEMA, "experiment"):
             continue
-        node, path = schema, []
-        for part in match["key"].split("."):
-            if not isinstance(node, DictConfig):
-                break
-            if part not in node:
-                where = f" of {'.'.join(path)}" if path else ""
-                raise ConfigError(
-                    f"unknown key {match['key']!r}: accepted keys{where} are {', '.join(node)}"
-                )
-            node, path = node[part], [*path, part]
+        for module in modules:
+            error = _unknown(module, match["key"], match["value"])
+            if error is not None:
+                raise error
+
+
+_PLUGINS: dict = {}  # your own experiments named on a command line: name -> entry
+
+
+def _has_yaml(name: str) -> bool:
+    from importlib.resources import files
+
+    return (files(CONF_MODULE) / "experiment" / f"{name}.yaml").is_file()
 
 
 def register_configs() -> None:
-    """Register the schemas in Hydra's ConfigStore; YAML options in conf/ extend them."""
+    """Register the schemas in Hydra's ConfigStore; YAML options in conf/ extend them: each
+    experiment's job config as ``base_experiment_<name>`` (conf/experiment/<name>.yaml starts
+    from it), the shared groups' as ``base_<group>``, and an experiment without a YAML file
+    (your own module) as its option ``experiment=<name>``: its job config at its defaults."""
     from hydra.core.config_store import ConfigStore
 
     from attnsvm.data import sets
@@ -170,7 +250,13 @@ def register_configs() -> None:
         # imported when a sweep file first uses it
         OmegaConf.register_new_resolver(name, later(path), replace=True)
     cs = ConfigStore.instance()
-    cs.store(name="base_config", node=run_config_class())
-    nodes = {**CORE_GROUPS, "dataset": sets.dataset_class()}
+    modules = {**{n: entry(n) for n in builtin_names()}, **_PLUGINS}
+    for name, module in modules.items():
+        cs.store(name=f"base_experiment_{name}", node=module.job_config)
+        if not _has_yaml(name):  # its schema, then its defaults as plain values (enum names)
+            node = {"defaults": [f"/base_experiment_{name}@_here_", "_self_"]}
+            node.update(plain(module.job_config()))
+            cs.store(group="experiment", name=name, node=node, package="_global_")
+    nodes = {**SHARED_GROUPS, "dataset": sets.dataset_class()}
     for group, node in nodes.items():  # outside the groups: never an option to choose
         cs.store(name=f"base_{group}", node=node)  # conf/<group>/*.yaml: /base_<group>@_here_

@@ -1,21 +1,24 @@
 """Job identity: the hash of the resolved run, less the keys that cannot change a number.
 
 The hash is what lets a sweep resume: a job whose hash has finished results is skipped. So keys
-added after results were first written enter it only away from their defaults, and an
-experiment's own config group (declared ``hash_neutral`` in its EXPERIMENT) only when it is not at
-its defaults: sweep directories written before a key existed keep their identities.
+added after results were first written enter it only away from their defaults, and the keys an
+experiment's hash has always held though its job config lacks them enter at the values they
+always had (its ``hash_legacy``): sweep directories written before keep their identities.
+Sweeps of the other experiments, written when every job config held every group, are carried
+to their new identity by attnsvm/results/migrate.py (``legacy_hash`` below names the old one).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-from functools import cache
 
 from attnsvm.composition.resolve import resolve, train_engine
 from attnsvm.config.checks import flatten, plain  # noqa: F401  (flatten: re-exported)
 from attnsvm.data.sets import hash_neutral_defaults
-from attnsvm.experiments import builtin_names, entry, group_of, hash_neutral
+from attnsvm.experiments import entry
+from attnsvm.experiments.legacy import LEGACY_BASE, LEGACY_NEUTRAL
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 
 NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval")
@@ -40,12 +43,9 @@ HASH_NEUTRAL_DEFAULTS = {
 }
 
 
-def config_hash(cfg) -> str:
-    """Stable 16-hex-digit identity of a run config (results-relevant keys only).
-
-    ``engine`` enters as the engine that trains (``auto`` resolved), so results of the fused
-    and the torch engine never share a hash, and ``auto`` and the engine it picks do."""
-    cfg = resolve(cfg)
+def hashed(cfg) -> dict:
+    """What the hash of the resolved ``cfg`` is taken of: its keys less the non-result ones and
+    the hash-neutral defaults, ``engine`` as the engine that trains, and its ``hash_legacy``."""
     d = plain(cfg)
     for k in NON_RESULT_KEYS:
         d.pop(k, None)
@@ -55,26 +55,34 @@ def config_hash(cfg) -> str:
             where = d if group == "" else d.get(group)
             if where is not None and where.get(k, default) == default:
                 where.pop(k, None)
-    for group in neutral_groups(cfg):  # an experiment's group, at its defaults
-        d.pop(group)
     if "engine" in d:
         d["engine"] = plain(train_engine(cfg))
+    d.update(copy.deepcopy(dict(entry(cfg.experiment).hash_legacy)))
+    return d
+
+
+def _digest(d: dict) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
-@cache
-def _default_plain(config_class: type) -> dict:
-    """An experiment group's defaults, as ``plain`` writes them: made once, not per hash (a
-    Config() checks its constraints: milliseconds a hash)."""
-    return plain(config_class())
+def config_hash(cfg) -> str:
+    """Stable 16-hex-digit identity of a run config (results-relevant keys only).
+
+    ``engine`` enters as the engine that trains (``auto`` resolved), so results of the fused
+    and the torch engine never share a hash, and ``auto`` and the engine it picks do."""
+    return _digest(hashed(resolve(cfg)))
 
 
-def neutral_groups(run) -> list[str]:
-    """The hash-neutral experiment groups of ``run`` that are at their defaults."""
-    out = []
-    for module in map(entry, builtin_names()):
-        group = group_of(module)
-        if group is not None and hash_neutral(module):
-            if plain(getattr(run, group)) == _default_plain(module.Config):
-                out.append(group)
-    return out
+def legacy_hash(cfg) -> str:
+    """The identity the resolved ``cfg`` had before each experiment had its own job config: its
+    keys over LEGACY_BASE, its own group left out at its defaults where LEGACY_NEUTRAL says so.
+    An experiment whose hash keeps its old keys (``hash_legacy``) has its ``config_hash``."""
+    cfg = resolve(cfg)
+    module = entry(cfg.experiment)
+    d = hashed(cfg)
+    if not module.hash_legacy:
+        d = {**copy.deepcopy(LEGACY_BASE), **d}
+    group = module.group
+    if group in LEGACY_NEUTRAL and plain(getattr(cfg, group)) == plain(module.Config()):
+        d.pop(group)
+    return _digest(d)

@@ -16,12 +16,12 @@ import copy
 import dataclasses
 from enum import Enum
 
-from attnsvm.composition.rules import RULES, check_reads, check_unread
+from attnsvm.composition.rules import RULES, check_reads
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Engine, Head, Optimizer, Parameterization
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import DatasetBase, RunBase
-from attnsvm.experiments import entry, group_of, with_groups
+from attnsvm.experiments import entry, group_of
 
 RESOLVED = "_attnsvm_resolved"  # set on a resolved run (not a field: never in its hash)
 
@@ -52,7 +52,7 @@ def _plugin(value, builtin: type[Enum], key: str):
     return value
 
 
-def _norms(names: list[str], kind: Parameterization) -> list[str]:
+def _norms(names: list[str], kind: Parameterization | None) -> list[str]:
     """The SVMs a job solves (attnsvm/svm/norm_names.py: its order and default set), plug-ins
     checked, and always the one the parameterization is measured against."""
     from attnsvm.svm.norm_names import BUILTIN, is_builtin, norm_names
@@ -63,9 +63,20 @@ def _norms(names: list[str], kind: Parameterization) -> list[str]:
     for name in names:
         if not is_builtin(name):
             _plugin(name, builtin, "solver.norms")
-    if svm_norm(kind) not in names:
+    if kind is not None and svm_norm(kind) not in names:
         return [names[0], svm_norm(kind), *names[1:]]
     return names
+
+
+def _own_class(run: RunBase, module) -> None:
+    """A run is an instance of its experiment's job config (``RunConfig`` for gd)."""
+    cls = module.job_config
+    if type(run) is not cls:
+        raise ConfigError(
+            f"experiment={module.name}'s job config is {cls.__module__}.{cls.__qualname__}; "
+            f"got a {type(run).__name__}: build a {cls.__qualname__} (or compose "
+            f"experiment={module.name})"
+        )
 
 
 def resolve(run: RunBase) -> RunBase:
@@ -73,12 +84,18 @@ def resolve(run: RunBase) -> RunBase:
     if getattr(run, RESOLVED, False):
         return run
     module = entry(run.experiment)
-    run = with_groups(copy.deepcopy(run))
-    check_unread(run, module)  # before any key it does not read is resolved or checked
-    run.dataset = resolve_dataset(run.dataset)
-    run.optimizer.kind = _plugin(run.optimizer.kind, Optimizer, "optimizer.kind")
-    run.head.kind = _plugin(run.head.kind, Head, "head.kind")
-    run.solver.norms = _norms(run.solver.norms, run.parameterization.kind)
+    _own_class(run, module)
+    run = copy.deepcopy(run)
+    run.experiment = run.experiment or module.name
+    if hasattr(run, "dataset"):
+        run.dataset = resolve_dataset(run.dataset)
+    if hasattr(run, "optimizer"):
+        run.optimizer.kind = _plugin(run.optimizer.kind, Optimizer, "optimizer.kind")
+    if hasattr(run, "head"):
+        run.head.kind = _plugin(run.head.kind, Head, "head.kind")
+    if hasattr(run, "solver"):
+        kind = run.parameterization.kind if hasattr(run, "parameterization") else None
+        run.solver.norms = _norms(run.solver.norms, kind)
     for check in (*RULES, module.check):
         if check is not None:
             check(run)
@@ -92,22 +109,26 @@ def resolve(run: RunBase) -> RunBase:
 def train_engine(run: RunBase) -> Engine | None:
     """The engine that trains: ``auto`` resolved (fused where it applies, else torch); None
     when the job trains nothing (``train=false``). The job hash uses this, not ``engine``."""
+    from attnsvm.config.enums import Gradient, Loss
     from attnsvm.train.engine_choice import resolve_engine
 
     module = entry(run.experiment)
     unfit = module.fused_unfit
-    return resolve_engine(
+    head = getattr(run, "head", None)
+    optimizer = getattr(run, "optimizer", None)
+    parameterization = getattr(run, "parameterization", None)
+    return resolve_engine(  # a group the job config lacks: the value that fits the kernel
         run.engine,
         run.device,
         run.dtype,
-        run.head.kind,
-        f"experiment={plain_name(run.experiment)} ({unfit})" if unfit else None,
-        run.train,
-        run.optimizer.kind,
-        run.head.train,
-        run.parameterization.kind,
-        run.loss,
-        run.optimizer.gradient,
+        Head.linear if head is None else head.kind,
+        f"experiment={plain_name(run.experiment) or module.name} ({unfit})" if unfit else None,
+        getattr(run, "train", True),
+        Optimizer.ngd if optimizer is None else optimizer.kind,
+        False if head is None else head.train,
+        Parameterization.w if parameterization is None else parameterization.kind,
+        getattr(run, "loss", Loss.logistic),
+        Gradient.exact if optimizer is None else optimizer.gradient,
     )
 
 

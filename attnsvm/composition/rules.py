@@ -1,16 +1,16 @@
-"""Rules across config groups that hold for every experiment; an experiment adds its own
-(``check`` in its package) and declares which core groups and keys it reads (``reads``) and which
-data sets only it reads (``datasets``): attnsvm/experiments/__init__.py. A key it does not read
-is refused away from its default (``check_unread``): a row never records a value that did not act.
+"""Rules across config groups, each applied to the runs whose job config has the groups it
+reads; an experiment adds its own (``check`` in its package) and declares the options of shared
+groups only it reads (``reads``) and the data sets only it reads (``datasets``):
+attnsvm/experiments/__init__.py. A key outside the experiment's job config is refused at
+composition (``unread_key``), naming what it reads instead: a row never records a value that
+did not act.
 
 Each rule takes the run being resolved and raises a ConfigError naming the key and what to do.
 """
 
 from __future__ import annotations
 
-from functools import cache
-
-from attnsvm.config.checks import ConfigError, flatten, plain, plain_name
+from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import (
     W_ONLY_OPTIMIZERS,
     Attention,
@@ -21,21 +21,23 @@ from attnsvm.config.enums import (
 )
 from attnsvm.experiments import (
     OPTIONAL_READS,
-    builtin_names,
     dataset_owners,
-    entry,
-    group_of,
     instead,
     name_of,
     read_groups,
-    reads,
-    reads_key,
-    run_config_class,
+    readers,
 )
+
+
+def _has(run, *groups: str) -> bool:
+    """Whether the run's job config has every one of ``groups`` (a rule applies only there)."""
+    return all(hasattr(run, g) for g in groups)
 
 
 def w_only_optimizers(run) -> None:
     """Mirror descent and the Polyak step are defined for one matrix W (as published)."""
+    if not _has(run, "optimizer", "parameterization"):
+        return
     kind = run.optimizer.kind
     if kind in W_ONLY_OPTIMIZERS and run.parameterization.kind != Parameterization.w:
         raise ConfigError(
@@ -49,7 +51,7 @@ def relu_head_needs_values(run) -> None:
     """head=relu reads the value matrix V, which only some data sets give (their ``values``)."""
     from attnsvm.data import sets
 
-    if run.head.kind == Head.relu and not sets.gives_values(run):
+    if _has(run, "head", "dataset") and run.head.kind == Head.relu and not sets.gives_values(run):
         name = run.dataset.generator.value
         givers = ", ".join(sets.with_values())
         raise ConfigError(
@@ -63,6 +65,8 @@ def dataset_rules(run) -> None:
     """The data set's own rules across groups (``check_run`` of attnsvm/data/sets/<name>)."""
     from attnsvm.data import sets
 
+    if not _has(run, "dataset"):
+        return
     check = sets.entry(run.dataset.generator.value).check_run
     if check is not None:
         check(run)
@@ -70,6 +74,8 @@ def dataset_rules(run) -> None:
 
 def p_model(run) -> None:
     """The p-model's attention, init and head; its key-query map's size."""
+    if not _has(run, "parameterization", "dataset", "head"):
+        return
     kind, ds = run.parameterization.kind, run.dataset
     if kind != Parameterization.p:
         return
@@ -98,6 +104,8 @@ def published_starts(run) -> None:
     """parameterization.init=published starts from a data set's published starts of p."""
     from attnsvm.data import sets
 
+    if not _has(run, "parameterization", "dataset"):
+        return
     kind, name = run.parameterization.kind, run.dataset.generator.value
     if run.parameterization.init == Init.published and (
         name not in sets.with_inits() or kind != Parameterization.p
@@ -134,6 +142,34 @@ RULES = (
 )
 
 
+def plugin_kwargs(run) -> None:
+    """``optimizer.kwargs`` and ``head.kwargs`` are your own factory's arguments: a built-in
+    reads none of them."""
+    from attnsvm.config.checks import builtin_or_path  # noqa: F401  (the path syntax)
+    from attnsvm.config.enums import Optimizer
+
+    for group, builtin in (("optimizer", Optimizer), ("head", Head)):
+        cfg = getattr(run, group, None)
+        if cfg is None or not cfg.kwargs or not isinstance(cfg.kind, builtin):
+            continue
+        raise ConfigError(
+            f"{group}.kwargs={cfg.kwargs} is read only by your own {group} ({group}.kind="
+            f"module:make); got {group}.kind={cfg.kind.value}, which reads none: drop "
+            f"{group}.kwargs"
+        )
+
+
+RULES = (
+    w_only_optimizers,
+    p_model,
+    published_starts,
+    dataset_rules,
+    relu_head_needs_values,
+    plugin_kwargs,
+    cuda_available,
+)
+
+
 def _value(run, key: str):
     if key == "parameterization.p":
         return run.parameterization.kind == Parameterization.p
@@ -145,55 +181,39 @@ def _value(run, key: str):
 
 def check_reads(run, module) -> None:
     """Options only some experiments read, and data sets only one reads, refused elsewhere."""
-    name, mine = name_of(module), reads(module)
+    name = name_of(module)
     for key, unused in OPTIONAL_READS.items():
+        if key in module.reads or not hasattr(run, key.split(".")[0]):
+            continue
         value = _value(run, key)
-        if key in mine or value in unused:
+        if value in unused:
             continue
         shown = "parameterization=p" if key == "parameterization.p" else f"{key}={value}"
-        readers = [name_of(m) for m in map(entry, builtin_names()) if key in reads(m)]
         raise ConfigError(
-            f"{shown} is read by experiment={', '.join(readers)} only; got experiment={name}: "
-            f"drop {'parameterization=p' if key == 'parameterization.p' else key}"
+            f"{shown} is read by experiment={', '.join(readers(key))} only; got experiment="
+            f"{name}: drop {'parameterization=p' if key == 'parameterization.p' else key}"
         )
-    owner = dataset_owners().get(run.dataset.generator.value)
+    ds = getattr(run, "dataset", None)
+    owner = None if ds is None else dataset_owners().get(ds.generator.value)
     if owner is not None and owner != name:
         raise ConfigError(
-            f"dataset={run.dataset.generator.value} is read by experiment={owner} only; got "
+            f"dataset={ds.generator.value} is read by experiment={owner} only; got "
             f"experiment={name}: set experiment={owner}"
         )
 
 
-@cache
-def _defaults() -> dict:
-    """Every config key at its default (conf/config.yaml composes the schema's defaults)."""
-    return flatten(plain(run_config_class()()))
-
-
-def check_unread(run, module) -> None:
-    """Refuse every key the experiment does not read (its ``reads``) set away from its default,
-    naming what it reads instead. OPTIONAL_READS keys have their own check (``check_reads``)."""
-    defaults, name = _defaults(), name_of(module)
-    keys = flatten(plain(run))
-    unread = [
-        k
-        for k in dict.fromkeys([*keys, *defaults])
-        if k not in OPTIONAL_READS and keys.get(k) != defaults.get(k) and not reads_key(module, k)
-    ]
-    if not unread:
-        return
-    got = ", ".join(f"{k}={keys.get(k)}" for k in unread)
-    mapped = [f"{instead(module, k)}, not {k}" for k in unread if instead(module, k)]
-    owners = {group_of(m): name_of(m) for m in map(entry, builtin_names())}
-    other = [
-        f"{k} (read by experiment={owners[k.split('.')[0]]})" if k.split(".")[0] in owners else k
-        for k in unread
-        if not instead(module, k)
-    ]
-    said = [f"reads {'; '.join(mapped)}"] if mapped else []
-    said += [f"does not read {', '.join(other)}"] if other else []
-    mine = ", ".join(k for k in read_groups(module) if k != "experiment")
-    raise ConfigError(
-        f"experiment={name} {' and '.join(said)} (got {got}): drop "
-        f"{'it' if len(unread) == 1 else 'them'}; experiment={name} reads {mine}"
-    )
+def unread_key(module, key: str, value=None) -> ConfigError:
+    """The error for ``key``, which the experiment's job config lacks: what it reads instead
+    (its own key in that one's place, or the experiments that read it), and what it reads."""
+    name = name_of(module)
+    mine = instead(module, key)
+    got = f" (got {key}={value})" if value is not None else ""
+    if mine:
+        said = f"reads {mine}, not {key}"
+    else:
+        others = [r for r in readers(key) if r != name]
+        said = f"does not read {key}" + (
+            f" (read by experiment={', '.join(others)})" if others else ""
+        )
+    reads = ", ".join(k for k in read_groups(module) if k != "experiment")
+    return ConfigError(f"experiment={name} {said}{got}: drop it; experiment={name} reads {reads}")

@@ -207,6 +207,8 @@ def check_group_options(overrides: list[str], conf: Path) -> None:
         folder = conf / key
         if not eq or key.startswith("hydra") or "(" in value or not folder.is_dir():
             continue
+        if key == "experiment":  # any registered experiment or your module: the registry checks
+            continue
         options = sorted(p.stem for p in folder.glob("*.yaml"))
         for name in value.split(","):
             if name and name not in options:

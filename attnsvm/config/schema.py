@@ -34,7 +34,6 @@ from attnsvm.config.enums import (
     Gradient,
     Head,
     Init,
-    Loss,
     Optimizer,
     Parameterization,
 )
@@ -226,18 +225,11 @@ class MetricsConfig:
 
 @dataclass
 class RunBase:
-    """One job: the core groups and run-level keys. ``RunConfig`` (``make_run_config``) adds
-    the data sets' keys and each experiment's own group (its package's ``Config``)."""
+    """What every job has, whatever its experiment: which experiment, its seeds, where and how
+    it runs. Each experiment's job config adds the groups and keys it reads, written out in its
+    package (attnsvm/experiments/<name>/config.py; the default experiment's is ``RunConfig``)."""
 
-    dataset: DatasetBase = field(default_factory=DatasetBase)
-    parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
-    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
-    solver: SolverConfig = field(default_factory=SolverConfig)
-    head: HeadConfig = field(default_factory=HeadConfig)
-    metrics: MetricsConfig = field(default_factory=MetricsConfig)
-    experiment: str = ""  # a package under attnsvm/experiments/, or your module's path
-    # ("": the built-in whose entry says default=True: RunConfig's default)
-    train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
+    experiment: str = ""  # a built-in (conf/experiment/<name>.yaml) or your module's path
     seeds: int = 8  # how many seeds: seed, seed + 1, ..., seed + seeds - 1
     seed: int = 0
     batch_size: int = 1000  # seeds trained together; results never depend on it
@@ -245,7 +237,6 @@ class RunBase:
     dtype: DType = DType.float64
     threads: int = 1  # workers for training's seed groups and the SVM stage; bits do not change
     engine: Engine = Engine.auto  # training engine: fused C kernel where it applies, else torch
-    loss: Loss = Loss.logistic  # l(u) of the loss (1/n) sum_i l(Y_i f_i)
     progress_interval: float = 5.0  # seconds between progress lines of a long job (run.log)
 
     # experiment: checked at resolution against the experiments (attnsvm/experiments/)
@@ -265,22 +256,3 @@ class RunBase:
     @property
     def seed_list(self) -> list[int]:
         return list(range(self.seed, self.seed + self.seeds))
-
-
-def make_run_config(dataset: type, groups: dict[str, type], experiment: str, home: str) -> type:
-    """``RunConfig``, the one class of a run's config: RunBase's keys with ``dataset`` the full
-    dataset group (DatasetBase with every data set's keys), each experiment's group (``groups``:
-    key -> its Config) and ``experiment`` defaulting to the default experiment. The registries
-    above this leaf supply them, and ``home``, the module that exports the class (where pickle
-    finds it: attnsvm.composition, which builds it once, on first use)."""
-    made = {"dataset": dataset, **groups}  # each group's default: its class's defaults
-
-    class RunConfig(RunBase):
-        __doc__ = RunBase.__doc__
-
-    for name, cls in made.items():
-        setattr(RunConfig, name, field(default_factory=cls))
-    RunConfig.experiment = experiment
-    RunConfig.__annotations__ = {**made, "experiment": str}
-    RunConfig.__module__, RunConfig.__qualname__ = home, "RunConfig"
-    return dataclass(RunConfig)

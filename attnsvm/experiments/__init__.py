@@ -9,8 +9,11 @@ object of the class ``Experiment`` (attnsvm/experiments/experiment.py):
         name="icl",                  # experiment=NAME (yours: the name its messages use)
         run_job=run_job,             # (run, progress=None) -> JobResult: all seeds of one job
         summary_text=summary_text,   # (runs, seconds) -> str, printed after the run
-        Config=IclConfig,            # optional: its config group (a dataclass), at key
-        config_group="icl",          #   config_group (default: name)
+        Run=IclRun,                  # optional: its job's config, written out: RunBase (the
+                                     #   keys every job has) and the groups it reads
+                                     #   (attnsvm/experiments/icl/config.py); default RunBase
+        Config=IclConfig,            # optional: its own config group (a field of Run), at
+        config_group="icl",          #   key config_group (default: name)
         figures=figures,             # optional: (runs, trajectory, out_dir, sweep=None) -> list,
                                      #   aggregate draws (its own jobs' rows only)
         columns=Columns(...),        # optional: its summary, console table and report columns
@@ -19,16 +22,14 @@ object of the class ``Experiment`` (attnsvm/experiments/experiment.py):
                                      #   attention SVM's (ranks, corr_fro / corr_nuc, feasible)
         check=check,                 # optional: (run) -> None, rules across groups, raising
                                      #   ConfigError
-        reads=("solver", "metrics.epsilon"),  # the core groups and keys it reads, beyond its
-                                     #   own group and COMMON_READS; an OPTIONAL_READS key only
-                                     #   by its name; ("*",): every core key (gd); None (the
-                                     #   default): every core group
+        reads=("head.train",),       # optional: options of shared groups that only some
+                                     #   experiments read (composition/rules.py OPTIONAL_READS)
         instead={"optimizer.kind": "icl.optimizer"},  # optional: its key read in place of a
-                                     #   core key it does not read (default: the same name in
-                                     #   its group; for <group>.kind, its key named <group>)
+                                     #   key its Run lacks, named when that key is refused
+                                     #   (default: the same name in its group; for
+                                     #   <group>.kind, its key named <group>)
         datasets=("nexttoken",),     # optional: data sets only it reads
         fused_unfit="why",           # optional: why its training cannot use the fused kernel
-        hash_neutral=True,           # its group enters the job hash only when not default
         published=published,         # optional: () -> its sweeps' rows of the README's results
                                      #   tables (attnsvm/results/published.py: Published)
         bench_cases=bench_cases,     # optional: (quick) -> {case: {"batched": x, "alone": y}},
@@ -43,6 +44,10 @@ with its name, and a module without ``EXPERIMENT`` is refused when named. A func
 imports torch is best named, not imported: ``run_job=later("mylab.exp.job:run_job")``
 (attnsvm/config/plugins.py) imports it when first called, so finding the entries stays light.
 
+conf/experiment/<name>.yaml composes a built-in's Run with one option per group it reads
+(``experiment=NAME`` is a Hydra config group); an experiment without such a file (your own
+module) gets its Run's defaults.
+
 Everything around it is the core's, the same for built-ins and plug-ins: composition and
 validation, thread limits, the job hash, the result contract and resume, sweeps, aggregation.
 """
@@ -55,39 +60,20 @@ from functools import cache
 
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.plugins import load_declared
+from attnsvm.config.schema import RunBase
 from attnsvm.experiments.experiment import REQUIRED, Experiment
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 from attnsvm.svm.norm_names import FEASIBILITY
 
-# the run keys the core reads for every experiment; any other key a user sets must be one the
-# experiment declares it reads (reads), else it is refused at composition (composition/rules.py)
-COMMON_READS = (
-    "experiment",
-    "seeds",
-    "seed",
-    "batch_size",
-    "device",
-    "threads",
-    "engine",
-    "progress_interval",
-)
-# options of the core groups that only some experiments read: a non-default value elsewhere is
-# refused at composition (key -> its default, as the resolved config holds it)
+# options of the groups several experiments share that only some of them read: a value other
+# than these is refused where the experiment does not declare the option (its ``reads``;
+# attnsvm/composition/rules.py)
 OPTIONAL_READS = {  # key -> the values that mean "not used"
     "head.train": (False,),
     "optimizer.gradient": ("exact",),
-    "loss": ("logistic",),
     "solver.norms": ([FEASIBILITY], list(DEFAULT_NORMS)),  # the oracle alone, the default
     "parameterization.p": (False,),  # the p-model (parameterization=p)
 }
-
-
-@cache
-def builtin_names() -> tuple[str, ...]:
-    """The packages of this folder, in a fixed order: the groups that always enter the job hash
-    first (as before the house move), then the others; alphabetical within each."""
-    names = [m.name for m in pkgutil.iter_modules(__path__) if m.ispkg]
-    return tuple(sorted(names, key=lambda n: (hash_neutral(entry(n)), n)))
 
 
 def _builtin() -> list[str]:
@@ -95,9 +81,20 @@ def _builtin() -> list[str]:
 
 
 @cache
+def builtin_names() -> tuple[str, ...]:
+    """The built-in experiments (the packages of this folder), alphabetical."""
+    return tuple(_builtin())
+
+
+def names() -> tuple[str, ...]:
+    """Every registered experiment's name (``experiment=NAME``)."""
+    return builtin_names()
+
+
+@cache
 def default_name() -> str:
     """The built-in whose entry says ``default=True``: the experiment of a config that names
-    none (the schema's ``experiment=""``); "" when none does (its package was removed)."""
+    none; "" when none does (its package was removed)."""
     found = [n for n in _builtin() if entry(n).default]
     if len(found) > 1:
         raise ConfigError(f"exactly one built-in experiment is the default; got {found}")
@@ -128,7 +125,9 @@ def entry(name: str, key: str = "experiment") -> Experiment:
     return declared
 
 
-module_of = entry  # the name before the house move
+def job_config(name: str) -> type:
+    """The class of experiment ``name``'s job config (its ``Run``; RunBase where it has none)."""
+    return entry(name).job_config
 
 
 def name_of(experiment: Experiment) -> str:
@@ -136,66 +135,76 @@ def name_of(experiment: Experiment) -> str:
 
 
 def group_of(experiment: Experiment) -> str | None:
-    """The key of the experiment's config group, or None when it has none."""
+    """The key of the experiment's own config group, or None when it has none."""
     return experiment.group
 
 
-def hash_neutral(experiment: Experiment) -> bool:
-    return experiment.hash_neutral
+def _field_types(cls: type) -> dict[str, object]:
+    """field -> its type hint, of the dataclass ``cls``."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
 
-def reads(experiment: Experiment) -> set[str]:
-    """Options of OPTIONAL_READS the experiment reads ("*": all of them)."""
-    got = set(experiment.reads or ())
-    return set(OPTIONAL_READS) if "*" in got else got
+def _is_group(hint) -> bool:
+    return isinstance(hint, type) and dataclasses.is_dataclass(hint)
+
+
+def has_key(experiment: Experiment, key: str) -> bool:
+    """Whether the dotted config ``key`` is a key of the experiment's job config (under a dict
+    of your plug-in's arguments, any key)."""
+    import typing
+
+    hint: object = experiment.job_config
+    for part in key.split("."):
+        if not _is_group(hint):  # below a leaf: only a dict's own keys (kwargs.<name>)
+            return typing.get_origin(hint) is dict or hint is dict
+        fields = _field_types(hint)
+        if part not in fields:
+            return False
+        hint = fields[part]
+    return True
 
 
 def reads_key(experiment: Experiment, key: str) -> bool:
-    """Whether the experiment reads the dotted config ``key`` (an OPTIONAL_READS key is read
-    only where named: ``reads``)."""
-    top = key.split(".")[0]
-    if top == experiment.group or top in COMMON_READS:
-        return True
-    if top in config_groups():  # another experiment's group
-        return False
-    got = experiment.reads
-    if got is None or "*" in got:
-        return True
-    return any(key == r or key.startswith(r + ".") for r in got)
+    """Whether the experiment reads the dotted config ``key``: a key of its job config, and an
+    option of a shared group that only some experiments read only where it declares it
+    (``reads``)."""
+    if key in OPTIONAL_READS:
+        return key in experiment.reads
+    return has_key(experiment, key)
 
 
 def read_groups(experiment: Experiment) -> list[str]:
-    """What the experiment reads, for a message: its group, the core groups (``group.*``) and
-    keys it declares, the common run keys."""
-    from attnsvm.config.schema import RunBase
-
-    core = dataclasses.fields(RunBase)
-    groups = {f.name for f in core if dataclasses.is_dataclass(f.default_factory)}
-    got = experiment.reads
-    if got is None or "*" in got:  # every core key ("*": the optional ones too)
-        every = got is not None
-        got = [f.name for f in core if every or f.name not in OPTIONAL_READS]
-    own = [experiment.group] if experiment.group else []
-    mine = [f"{k}.*" if k in groups or k in own else k for k in [*own, *got]]
-    return [*mine, *(k for k in COMMON_READS if k not in mine)]
+    """What the experiment reads, for a message: its groups (``group.*``), then its keys."""
+    fields = _field_types(experiment.job_config)
+    groups = [f"{k}.*" for k, t in fields.items() if _is_group(t)]
+    return [*groups, *(k for k, t in fields.items() if not _is_group(t))]
 
 
 def instead(experiment: Experiment, key: str) -> str | None:
-    """The key of its own group that the experiment reads in place of core ``key``: its
-    ``instead``'s, else the same name in its group (``<group>.kind``: its key named ``<group>``)."""
+    """The key of its own group that the experiment reads in place of ``key``: its
+    ``instead``'s, else the same name in its group (``<group>.kind`` and ``<group>=option``:
+    its key named ``<group>``)."""
     if key in experiment.instead:
         return experiment.instead[key]
     group = experiment.group
-    if group is None or "." not in key:
+    if group is None:
         return None
     top, _, name = key.partition(".")
-    name = top if name == "kind" else name
+    name = top if name in ("kind", "") else name.split(".")[0]  # group=option: its kind
     names = {f.name for f in dataclasses.fields(experiment.Config)}
     return f"{group}.{name}" if name in names else None
 
 
+def readers(key: str) -> list[str]:
+    """The built-in experiments whose job config has the dotted ``key``."""
+    return [n for n in builtin_names() if reads_key(entry(n), key)]
+
+
 def config_groups() -> dict[str, type]:
-    """group key -> Config dataclass of every built-in experiment that has one."""
+    """group key -> Config dataclass of every built-in experiment's own group."""
     found = [entry(n) for n in builtin_names()]
     return {e.group: e.Config for e in found if e.group is not None}
 
@@ -205,30 +214,22 @@ def dataset_owners() -> dict[str, str]:
     return {d: e.name for e in map(entry, builtin_names()) for d in e.datasets}
 
 
-@cache
-def run_config_class() -> type:
-    """``RunConfig``: the core schema (attnsvm/config/schema.py) with every built-in
-    experiment's config group as a field, so ``RunConfig(regpath=RegpathConfig(points=5))``
-    and ``regpath.points=5`` both work."""
-    from attnsvm.config.schema import make_run_config
-    from attnsvm.data.sets import dataset_class
-
-    return make_run_config(dataset_class(), config_groups(), default_name(), "attnsvm.composition")
-
-
-def with_groups(run):
-    """``run`` as a ``run_config_class()`` instance: every experiment's group at its default
-    where ``run`` has none, and the core's ``DatasetBase`` as the full ``DatasetConfig``."""
-    from attnsvm.data.sets import dataset_class
-
-    cls, data = run_config_class(), dataset_class()
-    if isinstance(run, cls) and isinstance(run.dataset, data) and run.experiment:
-        return run
-    values = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
-    values["experiment"] = values["experiment"] or default_name()
-    if not isinstance(values["dataset"], data):
-        base = values["dataset"]
-        values["dataset"] = data(
-            **{f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
-        )
-    return cls(**values)
+__all__ = [
+    "OPTIONAL_READS",
+    "Experiment",
+    "RunBase",
+    "builtin_names",
+    "config_groups",
+    "dataset_owners",
+    "default_name",
+    "entry",
+    "group_of",
+    "has_key",
+    "instead",
+    "job_config",
+    "name_of",
+    "names",
+    "read_groups",
+    "readers",
+    "reads_key",
+]

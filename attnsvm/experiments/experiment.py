@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from attnsvm.config.schema import RunBase
 from attnsvm.results.columns import Columns
 
 
@@ -21,18 +22,22 @@ class Experiment:
     name: str  # experiment=NAME of a built-in; yours: any name its messages use
     run_job: Callable  # (run, progress=None) -> JobResult: all seeds of one job
     summary_text: Callable  # (runs, seconds) -> str, printed after the run
-    Config: type | None = None  # its config group (a dataclass), at key config_group
-    config_group: str | None = None  # default: name
+    Run: type | None = None  # its job's config: RunBase and the groups and keys it reads
+    #   (None: RunBase alone, the keys every job has)
+    Config: type | None = None  # its own config group (a dataclass), a field of Run ...
+    config_group: str | None = None  # ... at this key (default: name)
     figures: Callable | None = None  # (runs, trajectory, out_dir, sweep=None) -> list
     columns: Columns | Callable | None = None  # summary / console / report columns, or a
     #   function of one config point's runs returning them; None: the attention SVM's
     check: Callable | None = None  # (run) -> None: rules across groups, raising ConfigError
-    reads: tuple[str, ...] | None = None  # core groups and keys it reads beyond its own group
-    #   and COMMON_READS; ("*",): every core key; None: every core group (not the optional keys)
-    instead: Mapping[str, str] = field(default_factory=dict)  # core key -> its own key read
+    reads: tuple[str, ...] = ()  # options of the shared groups that only some experiments read
+    #   (attnsvm/composition/rules.py: OPTIONAL_READS), where its Run has the group
+    instead: Mapping[str, str] = field(default_factory=dict)  # a key it lacks -> its own key
+    #   read in its place (named when the key is refused)
     datasets: tuple[str, ...] = ()  # data sets only it reads
     fused_unfit: str | None = None  # why its training cannot use the fused kernel
-    hash_neutral: bool = True  # its group enters the job hash only when not default
+    hash_legacy: Mapping[str, object] = field(default_factory=dict)  # keys its job hash has
+    #   always held at these values though its Run lacks them (old sweeps keep their identity)
     published: Callable | None = None  # () -> its sweeps' rows of the README's results tables
     bench_cases: Callable | None = None  # (quick) -> {case: {"batched": x, "alone": y, ...}}
     bench_jobs: Callable | None = None  # (quick) -> [{"what", "target", "wall", "cpu", ...}]:
@@ -50,16 +55,24 @@ class Experiment:
         _expect(self, "config_group", _maybe(self, "config_group", _is_str), "a str or None")
         columns = _maybe(self, "columns", lambda c: isinstance(c, Columns) or callable(c))
         _expect(self, "columns", columns, "a Columns, a function returning one, or None")
-        _expect(self, "reads", _maybe(self, "reads", _strs), "a tuple of str or None")
+        _expect(self, "reads", _strs(self.reads), "a tuple of str")
+        _expect(
+            self, "Run", _maybe(self, "Run", _is_run), "a dataclass subclassing RunBase or None"
+        )
         _expect(self, "datasets", _strs(self.datasets), "a tuple of str")
         instead = isinstance(self.instead, Mapping) and all(
             _is_str(k) and _is_str(v) for k, v in self.instead.items()
         )
         _expect(self, "instead", instead, "a dict of str -> str")
         _expect(self, "fused_unfit", _maybe(self, "fused_unfit", _is_str), "a str or None")
-        _expect(self, "hash_neutral", isinstance(self.hash_neutral, bool), "a bool")
+        _expect(self, "hash_legacy", isinstance(self.hash_legacy, Mapping), "a dict")
         _expect(self, "default", isinstance(self.default, bool), "a bool")
         _expect(self, "doc", isinstance(self.doc, str), "a str")
+
+    @property
+    def job_config(self) -> type:
+        """The class of its job's config (RunBase where it declares none)."""
+        return RunBase if self.Run is None else self.Run
 
     @property
     def group(self) -> str | None:
@@ -83,6 +96,10 @@ def _is_str(value) -> bool:
 
 def _is_dataclass_type(value) -> bool:
     return isinstance(value, type) and dataclasses.is_dataclass(value)
+
+
+def _is_run(value) -> bool:
+    return _is_dataclass_type(value) and issubclass(value, RunBase)
 
 
 def _strs(value) -> bool:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.input_checks import check_writable_dir
-from attnsvm.metrics import CONV_TYPES
+from attnsvm.results import columns as declaration
 from attnsvm.results import store as results
 from attnsvm.results.columns import DEFAULT, Columns, columns_of, header, shown
 from attnsvm.results.integrity import verified
@@ -47,8 +47,6 @@ SHORT_KEYS = {
     "loss": "loss_function",  # the run key; column "loss" is the loss's value
 }
 PER_JOB_KEYS = ("seeds", "seed", "threads", "batch_size")  # not a config point's identity
-CONV_COLUMNS = {kind: kind.replace(" ", "_") for kind in CONV_TYPES}  # conv_type -> column
-AXES = ("n", "T", "d")  # always summary columns, swept or not
 
 
 class AggregateError(RuntimeError):
@@ -67,9 +65,11 @@ class Sweep:
 
     @property
     def keys(self) -> list[str]:
-        """The main axes, then the other swept keys: the columns naming a config point (the
-        parameterization only where something was trained)."""
-        axes = [*AXES, "parameterization"] if "conv_type" in self.runs else [*AXES]
+        """The main axes its experiments declare (their ``columns``: axes, and keys where their
+        runs have them), then the other swept keys: the columns naming a config point."""
+        from attnsvm.experiments import entry
+
+        axes = [k for k in declaration.declared_keys(self.runs, entry) if k in self.runs]
         return [*axes, *(k for k in self.swept if k not in axes)]
 
     @property
@@ -225,10 +225,12 @@ def summarize(runs: pd.DataFrame, by: list[str], columns: Columns = DEFAULT) -> 
                 row[name] = int(g[col].astype(bool).sum())
                 row[f"{name}_rate"] = row[name] / len(g)
         subset = g[g[columns.subset].astype(bool)] if columns.subset in g else g
-        if "conv_type" in g:  # blank where an experiment does not classify (SVMs only)
-            classified = g.conv_type.notna().any()
-            for kind, col in CONV_COLUMNS.items():
-                row[col] = int((g.conv_type == kind).sum()) if classified else None
+        conv = columns.convergence
+        if conv in g:  # blank where an experiment does not classify (SVMs only)
+            classified = g[conv].notna().any()
+            for kind in columns.categories:
+                col = kind.replace(" ", "_")
+                row[col] = int((g[conv] == kind).sum()) if classified else None
                 row[f"{col}_share"] = row[col] / len(g) if classified else None
         for m, subset_only in metric_columns(g, columns):
             col = pd.to_numeric((subset if subset_only else g)[m], errors="coerce")
@@ -246,17 +248,16 @@ def summarize_sweep(sweep: Sweep) -> pd.DataFrame:
     from attnsvm.experiments import entry
 
     runs = sweep.runs
-    trained = ["parameterization"] if "conv_type" in runs else []
     names = runs.experiment if "experiment" in runs else pd.Series(None, index=runs.index)
-    parts, declared = [], []
+    parts, declared, axes = [], [], []
     for (name, _), point in runs.groupby([names, runs.config_hash], sort=True, dropna=False):
         columns = columns_of(entry(name) if isinstance(name, str) else None, point)
-        by = list(dict.fromkeys([*columns.axes, *trained, *sweep.swept]))
-        parts.append(summarize(point, by, columns))
+        named = declaration.point_keys(columns, point)
+        parts.append(summarize(point, list(dict.fromkeys([*named, *sweep.swept])), columns))
         declared.append(columns)
+        axes += named
     summary = pd.concat(parts, ignore_index=True)
-    axes = [a for c in declared for a in c.axes]
-    keys = dict.fromkeys([*axes, *trained, *sweep.swept])  # the axes first, as they are declared
+    keys = dict.fromkeys([*axes, *sweep.swept])  # the axes first, as they are declared
     first = [k for k in keys if k in summary] + ["config_hash"]
     summary = summary[first + [c for c in summary if c not in first]]
     summary = summary.sort_values(first, na_position="last", kind="stable", ignore_index=True)

@@ -52,6 +52,9 @@ class Columns:
     heads its mean."""
 
     axes: tuple[str, ...] = ("n", "T", "d")  # config columns that always name a point
+    keys: tuple[str, ...] = ()  # config columns that name a point where its runs have them
+    convergence: str | None = None  # a run column of categories, counted per point ...
+    categories: tuple[str, ...] = ()  # ... one summary column each (its values, "_" for " ")
     counts: Mapping[str, str] = field(default_factory=lambda: {"feasible": "feasible"})
     # summary column -> boolean run column: the seeds where it holds (and their share, _rate)
     metrics: tuple[str, ...] = METRICS  # run columns averaged per point (absent ones skipped)
@@ -62,7 +65,14 @@ class Columns:
     labels: Mapping[str, str] = field(default_factory=dict)  # column -> its header
 
 
+# the attention SVM's convergence classes (attnsvm/metrics.py: CONV_TYPES): its runs' conv_type
+ATTENTION_SVM = {
+    "keys": ("parameterization",),
+    "convergence": "conv_type",
+    "categories": ("global", "local", "other", "not converged"),
+}
 DEFAULT = Columns(
+    **ATTENTION_SVM,
     norms=True,
     console=(*CONVERGENCE, "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean")
     + ("rank_fro_mean", "rank_fro_std", "rank_nuc_mean", "rank_nuc_std"),
@@ -75,6 +85,26 @@ def columns_of(experiment, runs: pd.DataFrame) -> Columns:
     declared = None if experiment is None else experiment.columns
     declared = DEFAULT if declared is None else declared
     return declared if isinstance(declared, Columns) else declared(runs)
+
+
+def _points(runs: pd.DataFrame, entry):
+    """(experiment entry or None, its runs) per experiment of ``runs`` (``entry``: the
+    registry's lookup, name -> entry)."""
+    if "experiment" not in runs or runs.empty:
+        return [(None, runs)]
+    return [(entry(name), part) for name, part in runs.groupby("experiment", sort=True)]
+
+
+def point_keys(columns: Columns, runs: pd.DataFrame) -> list[str]:
+    """The config columns naming a point of ``runs`` under ``columns``: its axes, and its keys
+    where the runs have them."""
+    return [*columns.axes, *(k for k in columns.keys if k in runs)]
+
+
+def declared_keys(runs: pd.DataFrame, entry) -> list[str]:
+    """The point-naming columns the experiments of ``runs`` declare, in order."""
+    keys = [k for e, part in _points(runs, entry) for k in point_keys(columns_of(e, part), part)]
+    return list(dict.fromkeys(keys))
 
 
 def shown(declared: list[Columns]) -> dict:

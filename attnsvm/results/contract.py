@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from attnsvm.composition.identity import config_hash, flatten, neutral_groups, plain
+from attnsvm.composition.identity import config_hash, flatten, plain
 from attnsvm.composition.resolve import train_engine
 from attnsvm.results.stack import with_constants
 
@@ -25,41 +25,52 @@ class JobResult:
     extra: dict[str, pd.DataFrame] = field(default_factory=dict)  # file name -> table
 
 
-def _groups_after_experiment(tree: dict, groups: list[str]) -> dict:
-    """The experiments' groups placed right after the ``experiment`` key (their place in the
-    tables since they were written)."""
-    rest = {k: v for k, v in tree.items() if k not in groups}
-    out = {}
-    for k, v in rest.items():
-        out[k] = v
-        if k == "experiment":
-            out.update({g: tree[g] for g in groups if g in tree})
-    return out
+# the order of a row's config columns (the order they have had since they were first written):
+# the shared groups, the experiment and its own group (and any key not named here), then the
+# run keys
+_FIRST = ("dataset", "parameterization", "optimizer", "solver", "head", "metrics", "experiment")
+_LAST = ("train", "seeds", "seed", "batch_size", "device", "dtype", "threads", "engine", "loss")
+_LAST += ("progress_interval",)
+# short columns: the main config keys under the names the tables and figures use, where the
+# job config has their group (one meaning each: a data set's n, T, d; the parameterization GD
+# trained; ...)
+SHORT = {
+    "n": ("dataset", "n"),
+    "T": ("dataset", "T"),
+    "d": ("dataset", "d"),
+    "attention": ("dataset", "attention"),
+    "parameterization": ("parameterization", "kind"),
+    "head": ("head", "kind"),
+    "optimizer": ("optimizer", "kind"),
+}
+
+
+def _ordered(tree: dict) -> dict:
+    first = [k for k in _FIRST if k in tree]
+    last = [k for k in _LAST if k in tree]
+    middle = [k for k in tree if k not in first and k not in last]
+    at = first.index("experiment") + 1 if "experiment" in first else len(first)
+    return {k: tree[k] for k in [*first[:at], *middle, *first[at:], *last]}
 
 
 def config_columns(cfg) -> dict:
-    """Columns every row carries: short names for the main axes plus every dotted config key."""
-    from attnsvm.experiments import config_groups
+    """Columns every row carries: short names for the main keys its job config has, plus every
+    dotted key of it (and of its experiment's ``hash_legacy``), less the per-job ones."""
+    from attnsvm.experiments import entry
 
-    tree = plain(cfg)
-    for group in neutral_groups(cfg):  # an experiment's own group: its columns only when used
-        tree.pop(group)
-    tree = _groups_after_experiment(tree, list(config_groups()))
-    flat = flatten(tree)
+    tree = {**plain(cfg), **entry(cfg.experiment).hash_legacy}
+    flat = flatten(_ordered(tree))
     for k in ("seeds", "seed", "threads", "batch_size", "progress_interval"):
         flat.pop(k)
     flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}
-    flat["loss_function"] = flat.pop("loss")  # the run key `loss`; column "loss" is its value
+    if "loss" in flat:
+        flat["loss_function"] = flat.pop("loss")  # the run key `loss`; column "loss" is its value
     short = {
-        "n": cfg.dataset.n,
-        "T": cfg.dataset.T,
-        "d": cfg.dataset.d,
-        "attention": cfg.dataset.attention.value,
-        "parameterization": cfg.parameterization.kind.value,
-        "head": plain(cfg.head.kind),  # a built-in name or your head's import path
-        "optimizer": plain(cfg.optimizer.kind),
-        "train_engine": plain(train_engine(cfg)) or "none",  # auto resolved; none: no GD
+        name: plain(getattr(getattr(cfg, group), key))  # a built-in's name or your import path
+        for name, (group, key) in SHORT.items()
+        if hasattr(cfg, group)
     }
+    short["train_engine"] = plain(train_engine(cfg)) or "none"  # auto resolved; none: no GD
     return {**short, **flat}
 
 

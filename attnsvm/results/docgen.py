@@ -23,11 +23,9 @@ import typing
 from importlib.resources import files
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from attnsvm.config.constraints import accepted_text
 from attnsvm.config.schema import CONF_MODULE, RunBase
-from attnsvm.experiments import builtin_names, entry, group_of, read_groups, run_config_class
+from attnsvm.experiments import builtin_names, entry, group_of, read_groups
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 TARGETS = {"config-reference": "configuration.md", "result-columns": "result-contract.md"}
@@ -121,13 +119,14 @@ def norm_choices() -> str:
 
 def config_reference() -> str:
     """The markdown between the ``config-reference`` markers of docs/configuration.md."""
-    from attnsvm.composition.compose import CORE_GROUPS
+    from attnsvm.composition.compose import SHARED_GROUPS
+    from attnsvm.config.schema import DatasetBase
     from attnsvm.data import sets
 
     lines = []
     made = {"dataset": sets.dataset_class()}
     said = {"solver": {"norms": norm_choices()}}
-    for group, cls in CORE_GROUPS.items():
+    for group, cls in {"dataset": DatasetBase, **SHARED_GROUPS}.items():
         lines += [f"### `{group}`", "", "Options:", "", *group_options(group), ""]
         lines += [*key_table(cls, group, said.get(group), made=made.get(group)), ""]
     for name in sorted(sets.names()):
@@ -142,14 +141,31 @@ def config_reference() -> str:
             lines += [*key_table(entry(name).Config, group), ""]
     runs = {"experiment": ", ".join(f"`{n}`" for n in sorted(builtin_names()))}
     runs["experiment"] += ", or your module's import path"
-    full = run_config_class()  # the defaults users get (the default experiment's name)
-    lines += ["### Run-level keys", "", *key_table(RunBase, "", runs, made=full), ""]
+    lines += ["### Run-level keys (every job's)", "", *key_table(RunBase, "", runs), ""]
+    for name in sorted(builtin_names()):
+        own = own_keys(entry(name).job_config)
+        if len(own) > 2:  # beyond the header rows
+            lines += [f"### Run-level keys of `experiment={name}`", "", *own, ""]
     return "\n".join([*lines, *experiment_reads()])
 
 
+def own_keys(cls) -> list[str]:
+    """The rows of the keys of a job config that are neither a group nor every job's."""
+    core = {f.name for f in dataclasses.fields(RunBase)}
+    own = [f for f in dataclasses.fields(cls) if f.name not in core]
+    plain_fields = [f.name for f in own if not dataclasses.is_dataclass(f.default_factory)]
+    return [line for line in key_table(cls, "") if _row_key(line) in (None, *plain_fields)]
+
+
+def _row_key(line: str) -> str | None:
+    """The key a reference table's row names (None: a header row)."""
+    found = re.match(r"^\| `([\w.]+)` \|", line)
+    return found[1] if found else None
+
+
 def experiment_reads() -> list[str]:
-    """What each built-in experiment reads (its ``reads``): any other key set away from its
-    default is refused at composition."""
+    """What each built-in experiment reads: its job config's groups and keys
+    (attnsvm/experiments/<name>/config.py); any other key is refused at composition."""
     lines = ["### What each experiment reads", "", "| experiment | reads |", "|---|---|"]
     for name in sorted(builtin_names()):
         keys = [k for k in read_groups(entry(name)) if k != "experiment"]
@@ -158,10 +174,10 @@ def experiment_reads() -> list[str]:
 
 
 def sweep_of(name: str) -> str | None:
-    """The first sweep file (by name) that sets ``experiment: name``."""
+    """The first sweep file (by name) that chooses ``experiment: name``."""
     for path in sorted(files(CONF_MODULE).joinpath("sweeps").iterdir(), key=lambda p: p.name):
         if path.name.endswith(".yaml"):
-            if OmegaConf.create(path.read_text()).get("experiment") == name:
+            if f"- override /experiment: {name}\n" in path.read_text():
                 return path.name[:-5]
     return None
 

@@ -27,6 +27,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from attnsvm.composition.migrate import migrate_sweep
 from attnsvm.config.input_checks import read_only_message, read_only_part
 from attnsvm.hydra_internals import basic_sweeper
 from attnsvm.results.plan import INVALID, SKIP, plan_plain, record_statuses
@@ -66,6 +67,8 @@ class AttnsvmSweeper(basic_sweeper()):
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         blocked = read_only_part(sweep_dir)
         if blocked is None:
+            if not getattr(self.launcher, "WRITES_NOTHING", False):
+                migrate_sweep(sweep_dir)  # an old sweep's jobs carried to their job configs
             return super().sweep(arguments)
         if getattr(self.launcher, "WRITES_NOTHING", False):  # the dry run: it lists the jobs
             return self._launch_unsaved(arguments)

@@ -216,6 +216,7 @@ def with_inits() -> list[str]:
 def preflight(run) -> None:
     """The data set's check of what it will draw, before a job directory is written (a user's
     generator called for two seeds): its ``preflight``."""
-    check = hook(name_of(run.dataset), "preflight")
+    ds = getattr(run, "dataset", None)  # an experiment that reads no data set: nothing to check
+    check = None if ds is None else hook(name_of(ds), "preflight")
     if check is not None:
         check(run)

@@ -15,11 +15,10 @@ checkpoints including steps 1 and 2.
 
 from __future__ import annotations
 
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.results.columns import Columns
 
-from .config import Config, Init, Rule, Setting
+from .config import BenignRun, Config, Init, Rule, Setting
 
 # its summary, console table and report: the fit of clean and flipped labels, where attention
 # goes, the clean test accuracy against the max-margin interpolator's and the Bayes-optimal one
@@ -49,21 +48,44 @@ def bench_cases(quick: bool) -> dict:
     return {f"two_token, default job (n=20, d=400), {r['steps']} steps": r}
 
 
-run_job = later("attnsvm.experiments.benign.job:run_job")
-summary_text = later("attnsvm.experiments.benign.summary:summary_text")
-summary_table = later("attnsvm.experiments.benign.summary:summary_table")
-figures = later("attnsvm.experiments.benign.plots:figures")
+def run_job(*args, **kwargs):
+    """job.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .job import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """summary.py's ``summary_text``, imported when called (its imports are heavy)."""
+    from .summary import summary_text
+
+    return summary_text(*args, **kwargs)
+
+
+def summary_table(*args, **kwargs):
+    """summary.py's ``summary_table``, imported when called (its imports are heavy)."""
+    from .summary import summary_table
+
+    return summary_table(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
+
 
 EXPERIMENT = Experiment(
     name="benign",
     run_job=run_job,
     summary_text=summary_text,
+    Run=BenignRun,
     Config=Config,
     config_group="benign",
     figures=figures,
     columns=_COLUMNS,
     fused_unfit="its own batched loop trains (p, v) or (W, p) on noisy labels",
-    reads=("dtype",),  # no core group: its data, model and step rule are its own keys
     instead={"optimizer.kind": "benign.rule", "optimizer.checkpoint_every": "benign.checkpoints"},
     published=published,
     bench_cases=bench_cases,

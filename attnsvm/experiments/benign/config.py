@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from dataclasses import field as _field
 from enum import Enum
 from typing import ClassVar
 
 from attnsvm.config.constraints import Interval, NoneOr, check_constraints
 from attnsvm.config.constraints import Rule as KeyRule
+from attnsvm.config.schema import RunBase
 
 
 class Setting(str, Enum):
@@ -127,3 +129,12 @@ class Config:
     def flips(self) -> int:
         """How many training labels are flipped."""
         return int(round(self.eta * self.n))
+
+
+@dataclass
+class BenignRun(RunBase):
+    """One job of experiment=benign: the keys every job has and its own group (its data, model
+    and step rule are its own keys)."""
+
+    experiment: str = "benign"
+    benign: Config = _field(default_factory=Config)

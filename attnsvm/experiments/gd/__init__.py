@@ -6,9 +6,10 @@ summary.py summarises, plots.py draws what fits the sweep.
 
 from __future__ import annotations
 
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.gd.columns import columns
+from attnsvm.experiments.gd.config import RunConfig
+from attnsvm.experiments.legacy import LEGACY_GROUPS
 
 
 def published() -> list:
@@ -18,9 +19,26 @@ def published() -> list:
     return SWEEPS
 
 
-run_job = later("attnsvm.experiments.gd.pipeline:run_job")
-summary_text = later("attnsvm.experiments.gd.summary:gd_summary_text")
-figures = later("attnsvm.experiments.gd.plots:figures")
+def run_job(*args, **kwargs):
+    """pipeline.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .pipeline import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """summary.py's ``gd_summary_text``, imported when called (its imports are heavy)."""
+    from .summary import gd_summary_text
+
+    return gd_summary_text(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
+
 
 EXPERIMENT = Experiment(
     name="gd",
@@ -28,7 +46,12 @@ EXPERIMENT = Experiment(
     run_job=run_job,
     summary_text=summary_text,
     figures=figures,
-    reads=("*",),  # every optional core option: head.train, optimizer.gradient, loss, norms, p
+    Run=RunConfig,
+    # the options of the shared groups only it reads (attnsvm/composition/rules.py)
+    reads=("head.train", "optimizer.gradient", "solver.norms", "parameterization.p"),
+    # its job hash held multitoken's and regpath's groups at their defaults from before each
+    # experiment had its own job config: kept, so every gd sweep keeps its identity (resume)
+    hash_legacy=LEGACY_GROUPS,
     columns=columns,  # its summary's columns per config point: the p-model's or W's (columns.py)
     published=published,
     doc=__doc__,

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from attnsvm.results.columns import CONVERGENCE, METRICS, Columns
+from attnsvm.results.columns import ATTENTION_SVM, CONVERGENCE, METRICS, Columns
 
 if TYPE_CHECKING:
     import pandas as pd
 
 P_MODEL = Columns(  # W = e p^T: its ranks are 1, corr_fro and corr_nuc are corr(p, p^mm)
+    **ATTENTION_SVM,
     metrics=("corr_p_mm", "corr_relaxed", "corr_v_mm", "softmax_max", "softmax_min", "w_norm")
     + ("v_norm", "loss", "grad_norm", "seconds"),
     console=(*CONVERGENCE, "corr_p_mm_mean", "corr_relaxed_mean", "corr_v_mm_mean")
@@ -26,9 +27,12 @@ P_MODEL = Columns(  # W = e p^T: its ranks are 1, corr_fro and corr_nuc are corr
     },
 )
 TRAINED = Columns(
-    norms=True, console=(*CONVERGENCE, "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean")
+    **ATTENTION_SVM,
+    norms=True,
+    console=(*CONVERGENCE, "corr_fro_mean", "corr_nuc_mean", "softmax_max_mean"),
 )
 SVMS_ONLY = Columns(  # train=false: the SVMs alone
+    **ATTENTION_SVM,
     metrics=tuple(m for m in METRICS if m.startswith(("rank_", "norm_", "seconds"))),
     norms=True,
     console=("rank_fro_mean", "rank_fro_std", "rank_nuc_mean", "rank_nuc_std"),

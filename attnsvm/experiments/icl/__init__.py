@@ -12,9 +12,8 @@ Gamma^{-1}, Gamma = (1 + 1/N) Lam + (tr Lam / N) I.
 
 from __future__ import annotations
 
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.icl.config import Config
+from attnsvm.experiments.icl.config import Config, IclRun
 from attnsvm.results.columns import Columns
 
 # its summary, console table and report: the learned A against Gamma^-1 and the test losses
@@ -53,21 +52,44 @@ def bench_cases(quick: bool) -> dict:
     return {f"{kind} A, default job": r for kind, r in bench_icl(quick).items()}
 
 
-run_job = later("attnsvm.experiments.icl.job:run_job")
-summary_text = later("attnsvm.experiments.icl.summary:summary_text")
-figures = later("attnsvm.experiments.icl.plots:figures")
-limit = later("attnsvm.experiments.icl.limits:limit")
+def run_job(*args, **kwargs):
+    """job.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .job import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """summary.py's ``summary_text``, imported when called (its imports are heavy)."""
+    from .summary import summary_text
+
+    return summary_text(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
+
+
+def limit(*args, **kwargs):
+    """limits.py's ``limit``, imported when called (its imports are heavy)."""
+    from .limits import limit
+
+    return limit(*args, **kwargs)
+
 
 EXPERIMENT = Experiment(
     name="icl",
     run_job=run_job,
     summary_text=summary_text,
+    Run=IclRun,
     Config=Config,
     config_group="icl",
     figures=figures,
     columns=_COLUMNS,
     fused_unfit="linear attention on regression prompts trains in its own loop",
-    reads=("dtype",),  # no core group: its prompts, model and step rule are its own keys
     instead={"dataset.T": "icl.N"},  # the context length
     published=published,
     bench_cases=bench_cases,

@@ -11,6 +11,7 @@ from enum import Enum
 from typing import ClassVar
 
 from attnsvm.config.constraints import Interval, Rule, Several, check_constraints
+from attnsvm.config.schema import RunBase
 
 
 class Spectrum(str, Enum):
@@ -93,3 +94,12 @@ class Config:
 
     def __post_init__(self) -> None:
         check_constraints(self, "icl")
+
+
+@dataclass
+class IclRun(RunBase):
+    """One job of experiment=icl: the keys every job has and its own group (its prompts, model
+    and step rule are its own keys)."""
+
+    experiment: str = "icl"
+    icl: Config = field(default_factory=Config)

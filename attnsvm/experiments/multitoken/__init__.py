@@ -6,9 +6,8 @@ multi-token SVM-equivalence W^SVMeq, the direction W^dir and the one-token SVM (
 
 from __future__ import annotations
 
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.multitoken.config import MultitokenConfig
+from attnsvm.experiments.multitoken.config import MultitokenConfig, MultitokenRun
 from attnsvm.results.columns import Columns
 
 # its summary, console table and report: the seeds tried and accepted (the published
@@ -41,20 +40,43 @@ def published() -> list:
     return SWEEPS
 
 
-run_job = later("attnsvm.experiments.multitoken.job:run_job")
-summary_text = later("attnsvm.experiments.multitoken.job:summary_text")
-figures = later("attnsvm.experiments.multitoken.plots:figures")
+def run_job(*args, **kwargs):
+    """job.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .job import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """job.py's ``summary_text``, imported when called (its imports are heavy)."""
+    from .job import summary_text
+
+    return summary_text(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
+
+
+def bench_jobs(*args, **kwargs):
+    """bench.py's ``bench_jobs``, imported when called (its imports are heavy)."""
+    from .bench import bench_jobs
+
+    return bench_jobs(*args, **kwargs)
+
 
 EXPERIMENT = Experiment(
     name="multitoken",
     run_job=run_job,
     summary_text=summary_text,
+    Run=MultitokenRun,
     Config=MultitokenConfig,  # its config group (key: name)
     figures=figures,
     columns=_COLUMNS,
-    reads=("dtype", "dataset", "parameterization", "optimizer", "head", "solver"),
-    hash_neutral=False,  # its group was always part of the job hash: old sweeps resume
     published=published,
-    bench_jobs=later("attnsvm.experiments.multitoken.bench:bench_jobs"),
+    bench_jobs=bench_jobs,
     doc=__doc__,
 )

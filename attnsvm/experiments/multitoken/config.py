@@ -1,12 +1,20 @@
-"""The ``multitoken`` config group: shapes of values only (imports nothing of attnsvm but the config
-checks), so the core composes it without loading the experiment."""
+"""experiment=multitoken's config: its group ``multitoken`` (shapes of values only) and its
+job's config ``MultitokenRun`` (conf/experiment/multitoken.yaml composes it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from attnsvm.config.constraints import Interval, NoneOr, Rule, check_constraints
+from attnsvm.config.schema import (
+    HeadConfig,
+    OptimizerConfig,
+    ParameterizationConfig,
+    RunBase,
+    SolverConfig,
+)
+from attnsvm.data.dataset_config import DatasetConfig
 
 
 @dataclass
@@ -36,3 +44,17 @@ class MultitokenConfig:
 
     def __post_init__(self) -> None:
         check_constraints(self, "multitoken")
+
+
+@dataclass
+class MultitokenRun(RunBase):
+    """One job of experiment=multitoken: the data set, parameterization, step rule, head and SVM
+    solver it shares with gd, and its own group (the acceptance filters)."""
+
+    experiment: str = "multitoken"
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    solver: SolverConfig = field(default_factory=SolverConfig)
+    head: HeadConfig = field(default_factory=HeadConfig)
+    multitoken: MultitokenConfig = field(default_factory=MultitokenConfig)

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Device, Init, Optimizer
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.nexttoken.config import NexttokenConfig
+from attnsvm.experiments.nexttoken.config import NexttokenConfig, NexttokenRun
 from attnsvm.results.columns import Columns
 
 # its summary, console table and report: which graph-SVM the direction reached and attention
@@ -42,9 +41,25 @@ def published() -> list:
     return SWEEPS
 
 
-run_job = later("attnsvm.experiments.nexttoken.job:run_job")
-summary_text = later("attnsvm.experiments.nexttoken.job:summary_text")
-figures = later("attnsvm.experiments.nexttoken.plots:figures")
+def run_job(*args, **kwargs):
+    """job.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .job import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """job.py's ``summary_text``, imported when called (its imports are heavy)."""
+    from .job import summary_text
+
+    return summary_text(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
 
 
 def check(run) -> None:
@@ -71,19 +86,25 @@ def check(run) -> None:
         )
 
 
+def bench_jobs(*args, **kwargs):
+    """bench.py's ``bench_jobs``, imported when called (its imports are heavy)."""
+    from .bench import bench_jobs
+
+    return bench_jobs(*args, **kwargs)
+
+
 EXPERIMENT = Experiment(
     name="nexttoken",
     run_job=run_job,
     summary_text=summary_text,
+    Run=NexttokenRun,
     Config=NexttokenConfig,  # its config group (key: name)
     figures=figures,
     columns=_COLUMNS,
     check=check,
     datasets=("nexttoken",),  # a vocabulary, sequences of ids and labels: read by nothing else
     fused_unfit="its losses train in torch",
-    # not dtype: it trains in float64, whatever dtype says
-    reads=("dataset", "parameterization", "optimizer", "solver", "metrics.epsilon"),
     published=published,
-    bench_jobs=later("attnsvm.experiments.nexttoken.bench:bench_jobs"),
+    bench_jobs=bench_jobs,
     doc=__doc__,
 )

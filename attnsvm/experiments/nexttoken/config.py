@@ -1,13 +1,21 @@
-"""The ``nexttoken`` config group: shapes of values only (imports nothing of attnsvm but the config
-checks), so the core composes it without loading the experiment."""
+"""experiment=nexttoken's config: its group ``nexttoken`` (shapes of values only) and its job's
+config ``NexttokenRun`` (conf/experiment/nexttoken.yaml composes it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
 
 from attnsvm.config.constraints import Interval, check_constraints
+from attnsvm.config.schema import (
+    MetricsConfig,
+    OptimizerConfig,
+    ParameterizationConfig,
+    RunBase,
+    SolverConfig,
+)
+from attnsvm.data.dataset_config import DatasetConfig
 
 
 class NexttokenLoss(str, Enum):
@@ -30,3 +38,18 @@ class NexttokenConfig:
 
     def __post_init__(self) -> None:
         check_constraints(self, "nexttoken")
+
+
+@dataclass
+class NexttokenRun(RunBase):
+    """One job of experiment=nexttoken: its data set (dataset=nexttoken), the parameterization,
+    step rule, SVM solver and convergence threshold (metrics.epsilon) it shares with gd, and its
+    own group. It trains in float64, whatever dtype says."""
+
+    experiment: str = "nexttoken"
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)  # its YAML: dataset=nexttoken
+    parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    solver: SolverConfig = field(default_factory=SolverConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    nexttoken: NexttokenConfig = field(default_factory=NexttokenConfig)

@@ -14,11 +14,10 @@ docs/rankdyn.md says what was found.
 
 from __future__ import annotations
 
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.results.columns import Columns
 
-from .config import Config, Param, Rule
+from .config import Config, Param, RankdynRun, Rule
 from .stages import Stages, detect_stages, effective_rank
 
 # its summary, console table and report: the stages (rises of the effective rank of K Q^T), the
@@ -58,21 +57,44 @@ def bench_cases(quick: bool) -> dict:
     return {f"(K,Q) plain GD from α=1e-3 at (6,8,10), {r['steps']} steps": r}
 
 
-run_job = later("attnsvm.experiments.rankdyn.job:run_job")
-summary_text = later("attnsvm.experiments.rankdyn.summary:summary_text")
-summary_table = later("attnsvm.experiments.rankdyn.summary:summary_table")
-figures = later("attnsvm.experiments.rankdyn.plots:figures")
+def run_job(*args, **kwargs):
+    """job.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .job import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """summary.py's ``summary_text``, imported when called (its imports are heavy)."""
+    from .summary import summary_text
+
+    return summary_text(*args, **kwargs)
+
+
+def summary_table(*args, **kwargs):
+    """summary.py's ``summary_table``, imported when called (its imports are heavy)."""
+    from .summary import summary_table
+
+    return summary_table(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
+
 
 EXPERIMENT = Experiment(
     name="rankdyn",
     run_job=run_job,
     summary_text=summary_text,
+    Run=RankdynRun,
     Config=Config,
     config_group="rankdyn",
     figures=figures,
     columns=_COLUMNS,
     fused_unfit="its own batched loop records K Q^T at log-spaced checkpoints",
-    reads=("dtype", "solver"),  # solver: its SVMs; instances, model, step rule: its own keys
     instead={
         "optimizer.kind": "rankdyn.rule",
         "optimizer.checkpoint_every": "rankdyn.checkpoints",

@@ -7,10 +7,12 @@ python -m attnsvm.run experiment=rankdyn rankdyn.alpha=1e-3 rankdyn.rule=gd
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as _field
 from enum import Enum
 from typing import ClassVar
 
 from attnsvm.config.constraints import Interval, NoneOr, check_constraints
+from attnsvm.config.schema import RunBase, SolverConfig
 
 FLOAT64_EPS = 2.220446049250313e-16
 
@@ -76,3 +78,13 @@ class Config:
     def width(self) -> int:
         """The width of K and Q."""
         return self.m or self.d
+
+
+@dataclass
+class RankdynRun(RunBase):
+    """One job of experiment=rankdyn: the keys every job has, its own group, and the SVM solver
+    of its nuclear-norm SVMs (its instances, model and step rule are its own keys)."""
+
+    experiment: str = "rankdyn"
+    rankdyn: Config = _field(default_factory=Config)
+    solver: SolverConfig = _field(default_factory=SolverConfig)

@@ -6,9 +6,8 @@ its direction against W^mm (and W^mm_* for (K,Q)) as R grows (job.py).
 
 from __future__ import annotations
 
-from attnsvm.config.plugins import later
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.regpath.config import RegpathConfig
+from attnsvm.experiments.regpath.config import RegpathConfig, RegpathRun
 from attnsvm.results.columns import Columns
 
 # its summary, console table and report: the direction at the largest radius against W^mm (W)
@@ -32,19 +31,35 @@ def published() -> list:
     return SWEEPS
 
 
-run_job = later("attnsvm.experiments.regpath.job:run_job")
-summary_text = later("attnsvm.experiments.regpath.job:summary_text")
-figures = later("attnsvm.experiments.regpath.plots:figures")
+def run_job(*args, **kwargs):
+    """job.py's ``run_job``, imported when called (its imports are heavy)."""
+    from .job import run_job
+
+    return run_job(*args, **kwargs)
+
+
+def summary_text(*args, **kwargs):
+    """job.py's ``summary_text``, imported when called (its imports are heavy)."""
+    from .job import summary_text
+
+    return summary_text(*args, **kwargs)
+
+
+def figures(*args, **kwargs):
+    """plots.py's ``figures``, imported when called (its imports are heavy)."""
+    from .plots import figures
+
+    return figures(*args, **kwargs)
+
 
 EXPERIMENT = Experiment(
     name="regpath",
     run_job=run_job,
     summary_text=summary_text,
+    Run=RegpathRun,
     Config=RegpathConfig,  # its config group (key: name)
     figures=figures,
     columns=_COLUMNS,
-    reads=("dtype", "dataset", "parameterization", "head", "solver"),  # its GD: regpath.*
-    hash_neutral=False,  # its group was always part of the job hash: old sweeps resume
     fused_unfit="its projected GD runs in torch",
     published=published,
     doc=__doc__,

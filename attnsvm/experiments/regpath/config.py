@@ -1,12 +1,14 @@
-"""The ``regpath`` config group: shapes of values only (imports nothing of attnsvm but the config
-checks), so the core composes it without loading the experiment."""
+"""experiment=regpath's config: its group ``regpath`` (shapes of values only) and its job's
+config ``RegpathRun`` (conf/experiment/regpath.yaml composes it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from attnsvm.config.constraints import Interval, Rule, check_constraints
+from attnsvm.config.schema import HeadConfig, ParameterizationConfig, RunBase, SolverConfig
+from attnsvm.data.dataset_config import DatasetConfig
 
 POSITIVE = Interval(float, 0, closed="neither", finite=True)
 
@@ -41,3 +43,16 @@ class RegpathConfig:
 
     def __post_init__(self) -> None:
         check_constraints(self, "regpath")
+
+
+@dataclass
+class RegpathRun(RunBase):
+    """One job of experiment=regpath: the data set, parameterization, head and SVM solver it
+    shares with gd, and its own group (its projected GD's keys)."""
+
+    experiment: str = "regpath"
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
+    solver: SolverConfig = field(default_factory=SolverConfig)
+    head: HeadConfig = field(default_factory=HeadConfig)
+    regpath: RegpathConfig = field(default_factory=RegpathConfig)
