@@ -25,15 +25,21 @@ with claimed(Path(sys.argv[1]), "abc"):
 """
 
 
+TAKERS: list[threading.Thread] = []  # joined before a test looks for leftovers
+
+
 def _try_claim(sweep_dir, seconds: float) -> bool:
-    """Whether this process gets the claim of job ``abc`` within ``seconds``."""
+    """Whether this process gets the claim of job ``abc`` within ``seconds`` (a taker that
+    did not get it in time goes on waiting, in TAKERS)."""
     got = threading.Event()
 
     def take() -> None:
         with claimed(sweep_dir, "abc"):
             got.set()
 
-    threading.Thread(target=take, daemon=True).start()
+    taker = threading.Thread(target=take, daemon=True)
+    TAKERS.append(taker)
+    taker.start()
     return got.wait(seconds)
 
 
@@ -53,6 +59,9 @@ def test_a_claim_makes_others_wait_and_a_killed_holders_claim_is_taken_over(tmp_
     finally:
         if holder.poll() is None:
             holder.kill()
+    for taker in TAKERS:  # both takers get the claim in turn once the holder is gone
+        taker.join(10)
+    assert not any(taker.is_alive() for taker in TAKERS)
     assert not list((tmp_path / CLAIMS).iterdir())  # released: nothing left behind
 
 

@@ -240,7 +240,7 @@ def test_run_job_checks_out_dir_before_training(tmp_path, monkeypatch):
         attnsvm.experiments.gd.pipeline, "run_job", lambda *a, **k: pytest.fail("it trained")
     )
     (tmp_path / "a_file").write_text("")
-    with pytest.raises(ConfigError, match="out_dir=.*a_file/out cannot be written"):
+    with pytest.raises(ConfigError, match="out_dir=.*a_file/out.* cannot be written"):
         attnsvm.run_job(attnsvm.compose(SMALL), out_dir=tmp_path / "a_file" / "out")
 
 

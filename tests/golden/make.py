@@ -37,6 +37,11 @@ SHORT = [
     "multitoken.target_accepted=null",
     "regpath.steps=20",
     "regpath.points=3",
+    "icl.steps=40",  # the experiments that train with their own step keys: few steps too
+    "icl.checkpoint_every=10",
+    "rankdyn.steps=400",
+    "rankdyn.checkpoints=20",
+    "benign.steps=40",
 ]
 README = [  # the README's single-run examples that need no files of the user
     [],
