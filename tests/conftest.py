@@ -41,8 +41,24 @@ def skip_unless_system_software(what: str) -> None:
         )
 
 
+# Under pytest-xdist (pyproject's addopts: -n 2 --dist loadgroup) a test file runs on one worker,
+# so its module fixtures (the golden tables' recomputation, a sweep several tests read) are made
+# once; the cluster tests share one group, so that no two clusters (or a cluster and a test that
+# needs none running) are up at once.
+CLUSTER_FILES = (
+    "test_cluster_slurm",
+    "test_cluster_ray",
+    "test_cluster_ray_nodes",
+    "test_ray_launcher",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """``@pytest.mark.system("what")``: a test that always installs or starts system software."""
+    """Each test file one xdist group; ``@pytest.mark.system("what")`` skipped unless allowed."""
+    for item in items:
+        module = item.path.stem
+        item.add_marker(pytest.mark.xdist_group("cluster" if module in CLUSTER_FILES else module))
     if system_software_allowed():
         return
     for item in items:

@@ -129,7 +129,7 @@ def _pairs():
 
 def test_the_known_sets_agree_within_the_declared_tolerances():
     """The tolerances cover what is known to move between machine kinds: every committed set
-    against every other, every column of every case."""
+    against every other, every column of every case both hold."""
     import make
     import tolerances
 
@@ -138,6 +138,8 @@ def test_the_known_sets_agree_within_the_declared_tolerances():
     for a, b in _pairs():
         for path in sorted(make.tables(a).glob("*.parquet")):
             case, table = path.name.split(".")[:2]
+            if not make.holds(b, case, CASES):  # a set made before the case changed
+                continue
             first = tolerances.LOOSE_TRAJECTORY.get(case.rsplit("_", 1)[0], ())
             first = first if table == "trajectory" else ()
             other = pd.read_parquet(make.tables(b) / path.name)
