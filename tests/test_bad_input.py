@@ -22,6 +22,8 @@ BAD = [
     (["dataset.T=1"], ["dataset.T", "integers >= 2"]),
     (["dataset.n=0"], ["dataset.n", "integers >= 1"]),
     (["dataset.n=abc"], ["dataset.n", "Integer"]),
+    # 8 seeds x 6 sequences x (100000^2 + 100000 * 10) float64: terabytes, refused at once
+    (["dataset.T=100000"], ["dataset.T=100000", "needs at least", "TiB", "lower dataset.T"]),
     (["optimizer.lr=0"], ["optimizer.lr", "floats > 0"]),
     (["optimizer.lr=-0.1"], ["optimizer.lr", "floats > 0"]),
     (["optimizer.steps=0"], ["optimizer.steps", "integers >= 1"]),
@@ -190,6 +192,7 @@ SUBPROCESS = [
     ["metrics.epsilon=1.5"],
     ["head=relu"],
     ["dataset=paths", "dataset.T=4"],
+    ["dataset.T=100000"],
 ]
 
 
@@ -232,3 +235,19 @@ def test_a_misspelt_group_option_on_the_command_line_is_one_line(override, tmp_p
         f"accepted: {options}"
     ]
     assert not (tmp_path / "run").exists()
+
+
+def test_the_memory_estimate_is_the_batch_and_refuses_only_what_cannot_fit(monkeypatch):
+    """A lower bound of the batch's largest tensors: (R, n, T, T + d) items of its dtype, R the
+    seeds trained together; a job that fits is composed as ever."""
+    import attnsvm
+    from attnsvm.config.checks import ConfigError
+    from attnsvm.experiments.gd import memory
+
+    run = attnsvm.compose(["dataset.T=50", "seeds=20", "batch_size=4", "dtype=float32"])
+    assert memory.batch_bytes(run) == 4 * 6 * 50 * (50 + 10) * 4
+    monkeypatch.setattr(memory, "physical_memory", lambda: memory.batch_bytes(run) - 1)
+    with pytest.raises(ConfigError, match="a batch of 4 seeds needs at least 281 KiB"):
+        attnsvm.compose(["dataset.T=50", "seeds=20", "batch_size=4", "dtype=float32"])
+    monkeypatch.setattr(memory, "physical_memory", lambda: memory.batch_bytes(run))
+    attnsvm.compose(["dataset.T=50", "seeds=20", "batch_size=4", "dtype=float32"])

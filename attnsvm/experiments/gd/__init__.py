@@ -9,6 +9,7 @@ from __future__ import annotations
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.experiments.gd.columns import columns
 from attnsvm.experiments.gd.config import RunConfig
+from attnsvm.experiments.gd.memory import check_memory
 from attnsvm.experiments.legacy import LEGACY_GROUPS
 
 
@@ -47,6 +48,7 @@ EXPERIMENT = Experiment(
     summary_text=summary_text,
     figures=figures,
     Run=RunConfig,
+    check=check_memory,  # a batch that cannot fit is refused at composition (memory.py)
     # the options of the shared groups only it reads (attnsvm/composition/rules.py)
     reads=("head.train", "optimizer.gradient", "solver.norms", "parameterization.p"),
     # its job hash held multitoken's and regpath's groups at their defaults from before each
