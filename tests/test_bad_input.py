@@ -22,6 +22,7 @@ BAD = [
     (["dataset.T=1"], ["dataset.T", "integers >= 2"]),
     (["dataset.n=0"], ["dataset.n", "integers >= 1"]),
     (["dataset.n=abc"], ["dataset.n", "Integer"]),
+    (["+foo=1"], ["does not read foo", "drop it", "experiment=gd reads dataset.*"]),
     # 8 seeds x 6 sequences x (100000^2 + 100000 * 10) float64: terabytes, refused at once
     (["dataset.T=100000"], ["dataset.T=100000", "needs at least", "TiB", "lower dataset.T"]),
     (["optimizer.lr=0"], ["optimizer.lr", "floats > 0"]),
@@ -193,6 +194,7 @@ SUBPROCESS = [
     ["head=relu"],
     ["dataset=paths", "dataset.T=4"],
     ["dataset.T=100000"],
+    ["+foo=1"],
 ]
 
 
