@@ -82,6 +82,8 @@ def _flags(values: np.ndarray) -> np.ndarray:
 
 
 def _mean_min(values: np.ndarray) -> str:
+    if np.isnan(_floats(values)).all():  # e.g. every SVM infeasible: nothing to average
+        return "none (no seed has this SVM)"
     return f"mean {_mean(values):.4f}, min {_min(values):.4f}"
 
 
@@ -117,7 +119,9 @@ def limit_line(cols: Columns) -> list[str]:
     if "limit" not in cols or pd.isna(cols["limit"]).all():
         return []
     names = ", ".join(sorted(_counts(cols["limit"])))
-    return [f"  convergence measured against: {names} (corr mean {_mean(cols['corr_limit']):.4f})"]
+    corr = _mean(cols["corr_limit"])
+    shown = "no feasible seed" if math.isnan(corr) else f"corr mean {corr:.4f}"
+    return [f"  convergence measured against: {names} ({shown})"]
 
 
 def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
@@ -151,20 +155,53 @@ def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
             "  mean rank " + ranks,
         ]
         return "\n".join([head, by_status, *lines, f"  time: {seconds:.2f} s"])
-    conv, selected = _counts(cols["conv_type"]), cols["selected_is_opt"]
     lines = [
         head,
         by_status,
+        *diverged_lines(cols),
         f"  SVM at opt feasible: {int(feasible.sum())}/{len(cols)}",
         *corr_lines(cols),
-        f"  softmax saturation (mean_i max_t s_it): mean {_mean(cols['softmax_max']):.6f}",
-        f"  GD selected the optimal tokens in {int(_flags(selected).sum())}/{len(cols)} seeds",
+        *trained_lines(cols),
         *limit_line(cols),
-        "  convergence: " + ", ".join(f"{k} {conv.get(k, 0)}" for k in CONV_TYPES),
+        convergence_line(cols),
         *convergence_advice(cols),
         f"  time: {seconds:.2f} s",
     ]
     return "\n".join(lines)
+
+
+def diverged_lines(cols: Columns) -> list[str]:
+    """Each distinct reason of the diverged seeds (their step and what blew up), once."""
+    diverged = cols["status"] == "diverged"
+    if not diverged.any() or "reason" not in cols:
+        return []
+    reasons = Counter(str(r) for r in cols["reason"][diverged])
+    return [f"  diverged ({k} seeds): {reason}" for reason, k in sorted(reasons.items())]
+
+
+def trained_lines(cols: Columns) -> list[str]:
+    """Saturation and the tokens selected, over the seeds that trained to the end: a diverged
+    seed's last state counts in neither (its reason says what happened)."""
+    kept = cols["status"] != "diverged"
+    left_out = "" if kept.all() else f" (diverged seeds left out: {int((~kept).sum())})"
+    if not kept.any():
+        return [f"  softmax saturation and selected tokens: no seed trained to the end{left_out}"]
+    selected = _flags(cols["selected_is_opt"][kept])
+    return [
+        f"  softmax saturation (mean_i max_t s_it): mean {_mean(cols['softmax_max'][kept]):.6f}",
+        f"  GD selected the optimal tokens in {int(selected.sum())}/{int(kept.sum())} seeds"
+        + left_out,
+    ]
+
+
+def convergence_line(cols: Columns) -> str:
+    """Convergence types of the seeds whose SVM at opt is feasible; an infeasible seed has no
+    SVM direction to converge to, and is counted apart."""
+    feasible = _flags(cols["feasible"])
+    conv = _counts(cols["conv_type"][feasible])
+    line = "  convergence: " + ", ".join(f"{k} {conv.get(k, 0)}" for k in CONV_TYPES)
+    infeasible = int((~feasible).sum())
+    return line + (f"; infeasible (no SVM to converge to) {infeasible}" if infeasible else "")
 
 
 REASONS = {  # runs column -> its words in the summary (metrics.still_moving)
@@ -176,12 +213,14 @@ MAX_FACTOR = 64  # more steps than this many times is no longer a suggestion
 
 
 def convergence_advice(runs: pd.DataFrame | Columns) -> list[str]:
-    """Lines on the ``not converged`` seeds (metrics.convergence_type): how many, why, and the
-    config keys to change with values: ``optimizer.steps`` from the pace at which 1 - corr
-    closed over the window (``steps_needed``; 4x where it cannot be read), ``optimizer.eps``
-    where normalized GD stalled on it. None when every seed converged."""
+    """Lines on the ``not converged`` seeds with a feasible SVM (metrics.convergence_type): how
+    many, why, and the config keys to change with values: ``optimizer.steps`` from the pace at
+    which 1 - corr closed over the window (``steps_needed``; 4x where it cannot be read),
+    ``optimizer.eps`` where normalized GD stalled on it. None when every seed converged."""
     cols = runs if isinstance(runs, Columns) else Columns(runs)
     bad = cols["conv_type"] == NOT_CONVERGED
+    if "feasible" in cols:  # more steps cannot help a seed whose SVM is infeasible
+        bad &= _flags(cols["feasible"])
     if not bad.any():
         return []
     first = cols.first
