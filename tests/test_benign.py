@@ -181,3 +181,43 @@ def test_a_tiny_job_runs_end_to_end(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     assert "benign: 2 seeds" in res.stdout + res.stderr
     assert list(tmp_path.rglob("runs.parquet"))
+
+
+def _rows(*overrides: str):
+    return attnsvm.run_job(attnsvm.compose(["experiment=benign", "seeds=2", *overrides])).runs
+
+
+def test_a_step_that_overshoots_reads_diverged_with_its_step_not_infeasible():
+    """lr=100: the loss jumps from log 2 to tens at step 1; the max-margin interpolator's
+    infeasibility is its own column (mm_status), not the seed's status."""
+    runs = _rows("benign.lr=100")
+    assert set(runs.status) == {"diverged"}
+    assert runs.reason.str.contains(r"the loss grew from .* at step 1: the step overshoots").all()
+    assert set(runs.mm_status) <= {"ok", "infeasible"}
+
+
+def test_a_first_step_into_a_saturated_softmax_reads_stalled():
+    runs = _rows("benign.setting=token_selection", "benign.lr=1e300")
+    assert set(runs.status) == {"stalled"}
+    assert runs.reason.str.contains("frozen at .* from step 1 on").all()
+
+
+def test_an_infeasible_interpolator_leaves_the_seed_ok(monkeypatch):
+    """The default run trains fine; where the max-margin problem has no solution, only
+    mm_status and mm_reason say so."""
+    from attnsvm.experiments.benign import svm
+
+    def infeasible(*args, **kwargs):
+        return svm.MaxMargin(None, "infeasible", "v-SVM: 0 is in the hull of the rows")
+
+    monkeypatch.setattr(svm, "max_margin", infeasible)
+    runs = _rows()
+    assert set(runs.status) == {"ok"} and set(runs.reason) == {""}
+    assert set(runs.mm_status) == {"infeasible"}
+    assert set(runs.mm_reason) == {"v-SVM: 0 is in the hull of the rows"}
+
+
+@pytest.mark.parametrize("lr", ["inf", "nan", "-1", "0"])
+def test_benign_lr_refuses_what_no_step_can_be(lr):
+    with pytest.raises(ConfigError, match=f"benign.lr={lr}.*finite floats > 0"):
+        attnsvm.compose(["experiment=benign", f"benign.lr={lr}"])

@@ -72,7 +72,7 @@ class Config:
         "eta": Interval(float, 0, 0.5),
         "rho": Interval(float, 0, 1),
         "test": Interval(int, 2),
-        "lr": NoneOr(Interval(float, 0, closed="neither")),
+        "lr": NoneOr(Interval(float, 0, closed="neither", finite=True)),
         "steps": NoneOr(Interval(int, 1)),
         "checkpoints": Interval(int, 2),
         "init_scale": Interval(float, 0),

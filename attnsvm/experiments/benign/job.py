@@ -62,7 +62,14 @@ def _fits(rec: Record, c: int, r: int) -> bool:
     return float(rec.fit_clean[c, r]) == 1.0 and (flipped == 1.0 or np.isnan(flipped))
 
 
-def _status(rec: Record, r: int, mm: dict) -> tuple[str, str]:
+OVERSHOOT = 2.0  # a loss above this many times its start: the step overshot (GD descends)
+
+
+def _status(rec: Record, r: int) -> tuple[str, str]:
+    """The seed's training: ``diverged`` (non-finite, or the loss grown past OVERSHOOT times its
+    start), ``stalled`` (frozen from step 1 on: the first step overshot into a saturated
+    softmax, whose gradient is 0), else ``ok``; the reason names the step. The max-margin
+    interpolator's own outcome is in ``mm_status``, not here."""
     finite = torch.isfinite(rec.loss[:, r]) & torch.isfinite(rec.q[:, r]).all(-1)
     finite &= torch.isfinite(rec.grad_norm[:, r])
     if rec.v is not None:
@@ -71,8 +78,22 @@ def _status(rec: Record, r: int, mm: dict) -> tuple[str, str]:
         c = int((~finite).nonzero()[0])
         why = "non-finite loss, ||grad||, attention vector or v"
         return "diverged", f"{why} at step {rec.steps[c]}, the first checkpoint that shows it"
-    if mm["status"] != "ok":
-        return mm["status"], mm["reason"]
+    loss, steps = rec.loss[:, r].double().numpy(), rec.steps
+    grown = np.flatnonzero(loss > OVERSHOOT * loss[0])
+    if len(grown):
+        c = int(grown[0])
+        return "diverged", (
+            f"the loss grew from {loss[0]:.3g} (step 0) to {loss[c]:.3g} at step {steps[c]}: "
+            "the step overshoots; lower benign.lr"
+        )
+    if 1 in steps and steps[-1] > 2:
+        c1 = steps.index(1)
+        later, grads = loss[c1:], rec.grad_norm[c1:, r].double().numpy()
+        if loss[c1] != loss[0] and (later == later[0]).all() and (grads[1:] == 0).all():
+            return "stalled", (
+                f"the loss is frozen at {later[0]:.3g} from step 1 on (||grad|| = 0): the "
+                "first step overshot into a saturated softmax; lower benign.lr"
+            )
     return "ok", ""
 
 
@@ -89,8 +110,9 @@ def analyse_seed(cfg: Config, rec: Record, r: int, seed: int, mm: dict) -> tuple
            ("loss", "fit_clean", "fit_flipped", "attn_clean", "attn_flipped", "test_acc",
             "grad_norm")}  # fmt: skip
     labels = [label(_fits(rec, c, r), col["test_acc"][c], bayes, cfg.margin) for c in range(C)]
-    status, reason = _status(rec, r, mm)
+    status, reason = _status(rec, r)
     row = {"seed": seed, "status": status, "reason": reason, "label": labels[-1]}
+    row |= {"mm_status": mm["status"], "mm_reason": mm["reason"]}
     row |= {k: float(v[-1]) for k, v in col.items()}
     row |= {"mm_test_acc": mm["test_acc"], "corr_q": float(corr_q[-1])}
     row |= {"corr_v": float(corr_v[-1]), "bayes_acc": bayes}
