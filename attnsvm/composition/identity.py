@@ -5,7 +5,7 @@ added after results were first written enter it only away from their defaults, a
 experiment's hash has always held though its job config lacks them enter at the values they
 always had (its ``hash_legacy``): sweep directories written before keep their identities.
 Sweeps of the other experiments, written when every job config held every group, are carried
-to their new identity by attnsvm/results/migrate.py (``legacy_hash`` below names the old one).
+to their new identity by attnsvm/composition/migrate.py (``legacy_hash`` below names the old one).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ were there, at these values, in every old hash (a value away from them was refus
 
 gd's hash keeps holding multitoken's and regpath's groups at these values (its entry's
 ``hash_legacy``), so gd's identities never changed; the other experiments' old identities are
-recomputed from LEGACY_BASE to carry their old sweeps over (attnsvm/results/migrate.py).
+recomputed from LEGACY_BASE to carry their old sweeps over (attnsvm/composition/migrate.py).
 """
 
 from __future__ import annotations
