@@ -298,9 +298,11 @@ def test_job_hash_names_the_engine_that_trains():
 
 
 def test_regpath_refuses_fused():
+    from attnsvm.experiments.regpath.config import RegpathRun
+
     with pytest.raises(ConfigError, match="engine=fused.*experiment=regpath"):
-        resolve(RunConfig(experiment="regpath", engine=Engine.fused))
-    assert train_engine(RunConfig(experiment="regpath")) == Engine.torch
+        resolve(RegpathRun(engine=Engine.fused))
+    assert train_engine(RegpathRun()) == Engine.torch
 
 
 def test_direct_calls_check_the_head_and_dtype():
