@@ -45,11 +45,12 @@ def skip_unless_system_software(what: str) -> None:
 # so its module fixtures (the golden tables' recomputation, a sweep several tests read) are made
 # once; the cluster tests share one group, so that no two clusters (or a cluster and a test that
 # needs none running) are up at once.
-CLUSTER_FILES = (
+CLUSTER_FILES = (  # every file that starts Ray (or Slurm), or needs none running
     "test_cluster_slurm",
     "test_cluster_ray",
     "test_cluster_ray_nodes",
     "test_ray_launcher",
+    "test_launchers",
 )
 
 
