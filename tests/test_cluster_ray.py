@@ -132,7 +132,10 @@ def test_a_killed_ray_task_is_a_failed_job_and_the_others_finish(tmp_path, ray_h
     }
     assert sorted(jobs) == [2, 3], jobs
     killed = jobs.pop(3)
-    assert killed["status"] == "failed" and killed["ray_error"] == "WorkerCrashedError", killed
+    # Ray names the task of a worker that died WorkerCrashedError, or NodeDiedError where its
+    # raylet's report of the death comes late (seen with the machine loaded; the node lived on)
+    assert killed["status"] == "failed", killed
+    assert killed["ray_error"] in ("WorkerCrashedError", "NodeDiedError"), killed
     assert "ended without a result" in killed["error"], killed
     assert all(j["status"] == "finished" for j in jobs.values()), jobs
     finished = {p: p.read_bytes() for p in tmp_path.glob("*/runs.parquet")}
