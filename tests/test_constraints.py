@@ -13,7 +13,7 @@ from enum import Enum
 import pytest
 
 import attnsvm
-from attnsvm.composition.compose import CORE_GROUPS
+from attnsvm.composition.compose import SHARED_GROUPS
 from attnsvm.config import ConfigError
 from attnsvm.config.constraints import (
     BuiltinOrPath,
@@ -27,7 +27,7 @@ from attnsvm.config.constraints import (
     declared,
     rules,
 )
-from attnsvm.config.schema import RunBase
+from attnsvm.config.schema import DatasetBase, RunBase
 from attnsvm.data import sets
 from attnsvm.experiments import builtin_names, config_groups, dataset_owners, entry, group_of
 from cli_helpers import run_cli
@@ -121,8 +121,9 @@ def test_one_message_form_for_a_constraint_an_enum_and_a_rule(keys, message):
 
 
 def _groups() -> dict[str, type]:
-    """prefix -> class: the core groups, every experiment's group, each data set's own keys."""
-    out = {g: c for g, c in CORE_GROUPS.items()}
+    """prefix -> class: the shared groups and the data sets' common keys, every experiment's
+    group, each data set's own keys."""
+    out = {"dataset": DatasetBase, **SHARED_GROUPS}
     out.update(config_groups())
     for name in sets.names():
         config = getattr(sets.entry(name), "Config", None)
