@@ -141,9 +141,11 @@ def test_a_killed_ray_task_is_a_failed_job_and_the_others_finish(tmp_path, ray_h
     finished = {p: p.read_bytes() for p in tmp_path.glob("*/runs.parquet")}
     assert len(finished) == 1
 
-    # the re-run retries only the dead one (which dies again)
+    # the re-run retries only the dead one (which dies again). The summary line is the driver's;
+    # a task's own "already finished" log line comes through Ray's log forwarding, which may
+    # lose it when the driver exits first (seen in CI), so the test reads the summary
     out = ray_sweep(tmp_path, ray_head, ray_env, *CRASH, rc=1)
     assert "1 failed, 1 finished" in out, out
-    assert out.count("already finished") == 1, out
+    assert "0 run, 1 skipped, 1 failed, 0 not started" in out, out
     assert {p: p.read_bytes() for p in finished} == finished
     assert json.loads((tmp_path / "1" / "job.json").read_text())["status"] == "failed"
