@@ -4,6 +4,9 @@ sweep point, through ``python -m attnsvm.run`` in a subprocess (slow)."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -253,3 +256,54 @@ def test_the_memory_estimate_is_the_batch_and_refuses_only_what_cannot_fit(monke
         attnsvm.compose(["dataset.T=50", "seeds=20", "batch_size=4", "dtype=float32"])
     monkeypatch.setattr(memory, "physical_memory", lambda: memory.batch_bytes(run))
     attnsvm.compose(["dataset.T=50", "seeds=20", "batch_size=4", "dtype=float32"])
+
+
+@pytest.mark.slow
+def test_a_refused_sweep_point_writes_nothing_and_keeps_an_earlier_sweeps_record(tmp_path):
+    """Hydra's sweeper writes multirun.yaml before the grid is checked: a refused point removes
+    it with the folders made for it, and a finished sweep's record is left as it was."""
+    sweep = tmp_path / "multirun" / "s"
+    refused = run_cli("dataset.d=2,0", *SMALL, f"hydra.sweep.dir={sweep}", multirun=True)
+    assert refused.returncode != 0
+    assert "dataset.d=0 is invalid: accepted values are integers >= 1" in refused.stdout
+    assert list(tmp_path.iterdir()) == []
+
+    done = run_cli("dataset.d=2", *SMALL, f"hydra.sweep.dir={sweep}", multirun=True)
+    assert done.returncode == 0, done.stdout
+    record, entries = (sweep / "multirun.yaml").read_bytes(), sorted(os.listdir(sweep))
+    refused = run_cli("dataset.d=2,0", *SMALL, f"hydra.sweep.dir={sweep}", multirun=True)
+    assert refused.returncode != 0
+    assert (sweep / "multirun.yaml").read_bytes() == record
+    assert sorted(os.listdir(sweep)) == entries
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is None,
+    reason="hydra-submitit-launcher not installed (.[slurm])",
+)
+def test_slurm_without_a_controller_is_one_line_and_leaves_nothing(tmp_path):
+    """sbatch failing as it does where no slurmctld answers (this sbatch says what a real one
+    says): one attnsvm: line with sbatch's reason, no traceback, no sweep directory."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sbatch = bin_dir / "sbatch"
+    reason = "Batch job submission failed: Unable to contact slurm controller (connect failure)"
+    sbatch.write_text(f"#!/bin/sh\necho 'sbatch: error: {reason}' >&2\nexit 1\n")
+    sbatch.chmod(0o755)
+    sweep = tmp_path / "multirun" / "s"
+    res = run_cli(
+        "dataset.d=2,3",
+        *SMALL,
+        "hydra/launcher=slurm",
+        f"hydra.sweep.dir={sweep}",
+        multirun=True,
+        timeout=120,
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+    )
+    assert res.returncode == 1, res.stdout
+    assert "Traceback" not in res.stdout, res.stdout
+    last = res.stdout.strip().splitlines()[-1]
+    assert last.startswith("attnsvm: hydra/launcher=slurm could not submit"), res.stdout
+    assert reason in last and last.endswith("(no job was started)")
+    assert not (tmp_path / "multirun").exists()

@@ -19,6 +19,8 @@ the dry run) is launched as usual, without the multirun.yaml.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +58,12 @@ class AttnsvmSweeper(basic_sweeper()):
             composer.check(list(overrides))
 
     def sweep(self, arguments: list[str]):
+        before = Leftovers(Path(str(self.config.hydra.sweep.dir)))
         try:
             return self._sweep(arguments)
+        except BaseException:
+            before.undo()  # a sweep refused before any job ran leaves nothing behind
+            raise
         finally:
             end_workers = getattr(self.launcher, "end_workers", None)  # the local launcher's
             if end_workers is not None:
@@ -119,3 +125,42 @@ class AttnsvmSweeper(basic_sweeper()):
             sweep_dir,
         )
         record_statuses(["skipped"] * len(planned))
+
+
+class Leftovers:
+    """What a sweep writes before its first job: the basic sweeper's multirun.yaml, the Slurm
+    launcher's .submitit folder, the sweep directory and the folders made for it. ``undo``
+    after a failure removes them (restoring an earlier sweep's multirun.yaml) when nothing else
+    was written: a refused sweep point, an unreachable Slurm controller or Ray cluster leaves
+    the disk as it found it. Once a job directory exists the files describe it and stay."""
+
+    BEFORE_JOBS = ("multirun.yaml", ".submitit")
+
+    def __init__(self, sweep_dir: Path) -> None:
+        self.sweep_dir = sweep_dir.absolute()
+        self.existed = sweep_dir.is_dir()
+        self.made = [d for d in (self.sweep_dir, *self.sweep_dir.parents) if not d.exists()]
+        self.entries = set(os.listdir(sweep_dir)) if self.existed else set()
+        yaml = sweep_dir / "multirun.yaml"
+        self.yaml = yaml.read_bytes() if yaml.is_file() else None
+
+    def undo(self) -> None:
+        try:
+            new = set(os.listdir(self.sweep_dir)) - self.entries
+        except OSError:
+            return
+        if not new <= set(self.BEFORE_JOBS):
+            return  # a job ran (or something else wrote here): keep everything
+        if ".submitit" in new:
+            shutil.rmtree(self.sweep_dir / ".submitit", ignore_errors=True)
+        yaml = self.sweep_dir / "multirun.yaml"
+        try:
+            if self.yaml is not None:
+                if yaml.read_bytes() != self.yaml:
+                    yaml.write_bytes(self.yaml)
+            else:
+                yaml.unlink(missing_ok=True)
+            for made in self.made:  # the sweep directory and the folders made for it
+                made.rmdir()  # fails, leaving it, once one holds anything else
+        except OSError:
+            pass

@@ -143,7 +143,7 @@ class RayLauncher(Launcher):
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         started = bool(jobs) and not ray.is_initialized()
         if started:
-            self._init(ray, sweep_dir)
+            self._init(ray)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         if not jobs:
             return []
@@ -156,13 +156,12 @@ class RayLauncher(Launcher):
             if started:
                 ray.shutdown()
 
-    def _init(self, ray, sweep_dir: Path) -> None:
-        """``ray.init``; no cluster at ``address``: one line saying what to do, and the sweep
-        directory the sweeper just made (multirun.yaml alone) removed."""
+    def _init(self, ray) -> None:
+        """``ray.init``; no cluster at ``address``: one line saying what to do (the sweeper
+        removes the sweep directory it made: sweeper.Leftovers)."""
         try:
             ray.init(address=self.address, **self.init)
         except ConnectionError as exc:
-            remove_empty_sweep(sweep_dir)
             where = "auto" if self.address == "auto" else self.address
             raise SystemExit(
                 f"attnsvm: hydra.launcher.address={where}: no Ray cluster to join "
@@ -259,17 +258,3 @@ def job_device(overrides: Sequence[str], config: DictConfig | None) -> str:
             return value.strip()
     device = config.get("device", "cpu") if config is not None else "cpu"
     return str(getattr(device, "value", device))  # a structured config holds the enum
-
-
-def remove_empty_sweep(sweep_dir: Path) -> None:
-    """Remove a sweep directory that holds nothing but the sweeper's multirun.yaml (and the
-    empty folders above it, up to the working directory): a sweep that never started."""
-    sweep_dir = Path(sweep_dir).absolute()
-    if not sweep_dir.is_dir() or any(p.name != "multirun.yaml" for p in sweep_dir.iterdir()):
-        return
-    (sweep_dir / "multirun.yaml").unlink(missing_ok=True)
-    sweep_dir.rmdir()
-    cwd, here = Path.cwd().absolute(), sweep_dir.parent
-    while here != cwd and cwd in here.parents and not any(here.iterdir()):
-        here.rmdir()
-        here = here.parent

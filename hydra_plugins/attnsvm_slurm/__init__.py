@@ -108,7 +108,15 @@ if submitit_launcher is not None:
                         Singleton.get_state(),
                     )
                 )
-            return executor.map_array(self, *zip(*args, strict=True))
+            try:
+                return executor.map_array(self, *zip(*args, strict=True))
+            except (submitit.core.utils.FailedJobError, OSError) as exc:  # sbatch refused or
+                # missing: no task exists, one line says why (the sweeper removes its files)
+                why = " ".join(str(exc).split()) or type(exc).__name__
+                raise SystemExit(
+                    f"attnsvm: hydra/launcher=slurm could not submit the sweep's job array: "
+                    f"{why} (no job was started)"
+                ) from None
 
         def plan(self, job_overrides: Sequence[Sequence[str]]) -> dict:
             """What the array is submitted with, without Slurm: ``executor``, submitit's
