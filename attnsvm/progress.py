@@ -7,6 +7,8 @@ nothing new and a long one a line every few seconds:
     progress: 12 s elapsed, seeds 0/4 done; training seeds 1-4: step 1200/2000; ETA 8 s
     progress: 25 s elapsed, seeds 0/4 done; SVMs at opt: fro 4/4, nuc 0/4
     seeds done: 4/4 (40 s elapsed)
+    progress: 6.0 s elapsed; seeds tried 960, accepted 0/2 (acceptance rate <= 0.0031 at 95%
+    confidence)
 
 It is also the ``progress(done, total)`` callback every experiment's ``run_job`` accepts (the
 "seeds done" line, logged at once), so experiments that report only seeds keep working. Used as
@@ -74,6 +76,7 @@ class Progress:
         self.svm_rate: dict[str, list[float]] = {}  # norm -> [seconds, problems] so far
         self.svm_t = self.t0  # when the SVM call in flight began
         self.seeds_analysed = 0
+        self.search: tuple[int, int, int, float] | None = None  # tried, accepted, target, bound
         self.stopped = threading.Event()
 
     def __enter__(self) -> Progress:
@@ -151,6 +154,13 @@ class Progress:
             self.seeds_analysed += seeds
             self._maybe_emit()
 
+    def searched(self, tried: int, accepted: int, target: int, bound: float) -> None:
+        """A search for accepted seeds has tried ``tried`` and accepted ``accepted`` of
+        ``target``; ``bound``: the acceptance rate's upper confidence bound."""
+        with self.lock:
+            self.search = (tried, accepted, target, bound)
+            self._maybe_emit()
+
     def _enter(self, stage: str) -> None:
         self.stage, self.stage_t0 = stage, self.clock()
         self._maybe_emit()
@@ -165,6 +175,9 @@ class Progress:
             line += f", seeds {self.seeds_finished}/{self.seeds_total} done"
         what, eta = self._stage_text(now)
         if what:
+            line += f"; {what}"
+        if self.search is not None:
+            what, eta = self._search_text(now)
             line += f"; {what}"
         job_eta = self._job_eta(now)
         eta = job_eta if job_eta is not None else eta
@@ -201,6 +214,16 @@ class Progress:
             eta = spent / done * (hi - lo - done) if done else None
             return f"metrics of {seeds}{so_far}: {done}/{hi - lo}", eta
         return "", None
+
+    def _search_text(self, now: float) -> tuple[str, float | None]:
+        """Seeds tried and accepted, the rate's bound, and the time to the target at the
+        acceptance rate so far (None before the first acceptance)."""
+        tried, accepted, target, bound = self.search
+        text = f"seeds tried {tried}, accepted {accepted}/{target}"
+        if bound < 1:
+            text += f" (acceptance rate <= {bound:.2g} at 95% confidence)"
+        left = max(target - accepted, 0)
+        return text, (now - self.t0) / accepted * left if accepted else None
 
     def _job_eta(self, now: float) -> float | None:
         """Seconds the job still needs, from its finished seeds' pace (None before any)."""

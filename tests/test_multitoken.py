@@ -160,3 +160,48 @@ def test_progress_of_a_target_job_never_passes_the_target():
     seen = []
     run_job(cfg, progress=lambda done, total: seen.append((done, total)))
     assert seen and all(done <= total == 1 for done, total in seen) and seen[-1] == (1, 1)
+
+
+def test_the_rate_bound_is_clopper_pearsons():
+    """0 of N: 1 - 0.05^(1/N) (about 3/N); x of N: the rate at which x or fewer acceptances
+    have probability 5 %."""
+    from scipy.stats import binom
+
+    from attnsvm.experiments.multitoken.search import rate_upper_bound
+
+    for tried in (1, 10, 2995, 3000):
+        assert rate_upper_bound(0, tried) == pytest.approx(1 - 0.05 ** (1 / tried), rel=1e-9)
+    assert rate_upper_bound(0, 3000) < 1e-3 < rate_upper_bound(0, 2990)
+    for accepted, tried in ((1, 50), (7, 300), (500, 24953)):
+        bound = rate_upper_bound(accepted, tried)
+        assert accepted / tried < bound
+        assert binom.cdf(accepted, tried, bound) == pytest.approx(0.05, rel=1e-6)
+    assert rate_upper_bound(0, 0) == rate_upper_bound(5, 5) == 1.0
+
+
+def test_a_hopeless_search_stops_by_its_rule_and_says_why():
+    """40 steps accept no seed (nothing reaches a zero softmax entry): with min_rate=0.05 the
+    search stops once 0 of N has a 95 % bound under 5 % (N >= 59: two batches of 40), not at
+    max_tried; the job's search_end and the progress lines say so."""
+    from attnsvm.progress import Progress
+
+    cfg = _multitoken_cfg(d=4, steps=40, every=20, target=2, batch_size=40)
+    cfg.multitoken.min_rate, cfg.multitoken.max_tried = 0.05, 400
+    lines = []
+    res = run_job(cfg, progress=Progress(interval=0, emit=lines.append))
+    assert len(res.runs) == 80 and not res.runs.accepted.any()
+    assert (res.runs.seeds_tried == 80).all()
+    end = res.runs.search_end.iloc[0]
+    assert end.startswith("hopeless: 0 of 80 seeds accepted") and "min_rate=0.05" in end
+    assert lines[-1].endswith(
+        "seeds tried 80, accepted 0/2 (acceptance rate <= 0.037 at 95% confidence)"
+    )
+    # max_tried, when it comes first, is named as the end
+    cfg.multitoken.min_rate, cfg.multitoken.max_tried = 0.0, 40
+    res = run_job(cfg)
+    assert res.runs.search_end.iloc[0] == "max_tried reached: 0 of 40 seeds accepted"
+
+
+def test_a_target_reached_says_so():
+    res = run_job(_multitoken_cfg(d=4, steps=800, every=400, target=1, batch_size=32))
+    assert (res.runs.search_end == "target reached").all() and res.runs.accepted.sum() == 1

@@ -128,3 +128,23 @@ def test_progress_lines_reach_run_log(tmp_path):
     assert "progress: " in log and "training seeds 1-3: step 60/60" in log
     assert "SVMs at opt and at the selected tokens of seeds 1-3" in log and "seeds done: 3/3" in log
     assert "progress: " in proc.stdout  # and on the console
+
+
+def test_benign_reports_its_training_steps_and_svms():
+    """benign trained all its seeds in one loop that said nothing: its lines now give the step
+    of the batch (with an ETA) and its max-margin SVMs."""
+    from hydra import compose, initialize_config_dir
+
+    from attnsvm.composition import register_configs, to_run_config
+    from attnsvm.experiments.benign import run_job as benign_job
+    from cli_helpers import REPO
+
+    register_configs()
+    with initialize_config_dir(str(REPO / "conf"), version_base=None):
+        cfg = compose("config", ["experiment=benign", "seeds=2", "benign.steps=30"])
+    lines = []
+    benign_job(to_run_config(cfg), progress=Progress(interval=0, emit=lines.append))
+    training = [line for line in lines if "training seeds 1-2: step" in line]
+    assert training and training[-1].split("step ")[1].startswith("30/30")
+    assert any("ETA" in line for line in training)
+    assert any("SVMs max-margin of seeds 1-2" in line and "v-SVM 2/2" in line for line in lines)

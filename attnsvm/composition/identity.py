@@ -39,6 +39,8 @@ HASH_NEUTRAL_DEFAULTS = {
     },
     "solver": {"norms": list(DEFAULT_NORMS)},
     "metrics": {"window": 0.5, "gap_shrink": 0.1},
+    # the hopeless-search rule: no search that reached its target met it at this default
+    "multitoken": {"min_rate": 1e-3},
     "": {"loss": "logistic"},  # run-level keys
 }
 

@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 
 import attnsvm.experiments.benign.data as data
+from attnsvm.progress import reporter
 from attnsvm.results.stack import with_constants
 
 from .config import Config, Setting
@@ -138,8 +139,10 @@ def _draw(cfg: Config, seeds: list[int], dtype, device):
     return data.stack(trains), data.stack(tests), gens
 
 
-def _max_margin(cfg: Config, train: data.Samples, test: data.Samples, rec: Record) -> list:
-    """solve_seed for every seed (float64 on the CPU)."""
+def _max_margin(
+    cfg: Config, train: data.Samples, test: data.Samples, rec: Record, report=None
+) -> list:
+    """solve_seed for every seed (float64 on the CPU), each told to ``report`` when solved."""
     nu = None
     if cfg.setting == Setting.token_selection:
         from .model import head
@@ -149,7 +152,10 @@ def _max_margin(cfg: Config, train: data.Samples, test: data.Samples, rec: Recor
     for r in range(train.X.shape[0]):
         X, y = train.X[r].double().numpy(), train.y[r].double().numpy()
         Xt, yt = test.X[r].double().numpy(), test.clean[r].double().numpy()
+        t0 = time.perf_counter()
         out.append(solve_seed(X, y, rec.selected[r].numpy(), Xt, yt, nu))
+        if report is not None:
+            report.solved("v-SVM", 1, time.perf_counter() - t0)
     return out
 
 
@@ -162,9 +168,17 @@ def run_job(run, progress=None):
     seeds = list(range(run.seed, run.seed + run.seeds))
     dtype, device = getattr(torch, _plain(run.dtype)), _plain(run.device)
     train, test, gens = _draw(cfg, seeds, dtype, device)
-    rec = train_benign(cfg, train.to(dtype, device), test.to(dtype, device), gens)
+    report = reporter(progress)  # steps done and an ETA on the console while it trains
+    if report is not None:
+        report.start_job(len(seeds))
+        report.start_batch(0, len(seeds))
+        report.start_training(cfg.n_steps)
+    on_steps = report.trained if report is not None else None
+    rec = train_benign(cfg, train.to(dtype, device), test.to(dtype, device), gens, on_steps)
     train_seconds = (time.perf_counter() - t0) / len(seeds)
-    mms = _max_margin(cfg, train, test, rec)
+    if report is not None:
+        report.start_svms("max-margin", {"v-SVM": len(seeds)})
+    mms = _max_margin(cfg, train, test, rec, report)
     rows, trajs = [], []
     for r, seed in enumerate(seeds):
         row, traj = analyse_seed(cfg, rec, r, seed, mms[r])

@@ -78,9 +78,10 @@ def _record(rec: Record, c: int, state, out, train: Samples, test: Samples, nu) 
     rec.grad_norm[c] = grad_norm(grads).cpu()
 
 
-def train_benign(cfg: Config, train: Samples, test: Samples, gens: list) -> Record:
+def train_benign(cfg: Config, train: Samples, test: Samples, gens: list, on_steps=None) -> Record:
     """``cfg.n_steps`` steps of ``cfg.rule`` from ``model.start``; recorded at the checkpoints.
-    A seed whose numbers leave the finite range keeps going (NaN stays NaN, per seed)."""
+    A seed whose numbers leave the finite range keeps going (NaN stays NaN, per seed).
+    ``on_steps(seeds, steps)``, when given, hears of every step done (progress lines)."""
     R, dtype, device = train.X.shape[0], train.X.dtype, train.X.device
     state = start(cfg, gens, dtype, device)
     nu = head(cfg, dtype, device)
@@ -99,5 +100,7 @@ def train_benign(cfg: Config, train: Samples, test: Samples, gens: list) -> Reco
             break
         grads = out[3]
         state = step(state, grads, grad_norm(grads) if cfg.rule.value == "ngd" else None, cfg)
+        if on_steps is not None:
+            on_steps(R, 1)
     rec.selected = out[2].argmax(-1).cpu()
     return rec

@@ -26,12 +26,15 @@ class MultitokenConfig:
     zero_threshold: float = 1e-6  # a masked prob counts as zero below it (published 1e-6)
     target_accepted: int | None = None  # draw and train seeds until this many are accepted
     max_tried: int = 1_000_000  # stop drawing after this many seeds, accepted or not
+    min_rate: float = 1e-3  # stop once the acceptance rate is below it at 95 % confidence
+    #   (search.py); the published setting accepts 2-20 % of its seeds
 
     CONSTRAINTS: ClassVar = {
         "threshold": Interval(float, 0, 1, closed="neither"),
         "zero_threshold": Interval(float, 0, 1, closed="neither"),
         "target_accepted": NoneOr(Interval(int, 1)),
         "max_tried": Interval(int, 1),
+        "min_rate": Interval(float, 0, 1, closed="both"),
     }
     RULES: ClassVar = (
         Rule(

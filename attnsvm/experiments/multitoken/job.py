@@ -36,6 +36,7 @@ from attnsvm.composition.resolve import train_engine
 from attnsvm.config.enums import Parameterization
 from attnsvm.config.schema import RunBase, SolverConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
+from attnsvm.experiments.multitoken.search import search
 from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash
 from attnsvm.runtime import on_cpu
@@ -265,14 +266,14 @@ def run_batch(cfg: RunBase, seeds: list[int], analyse_all: bool):
 
 def run_job(cfg: RunBase, progress=None):
     """``seeds`` seeds from ``seed`` on, or with ``multitoken.target_accepted`` set, batches of
-    ``batch_size`` seeds until that many are accepted: then the rows are exactly the seeds
-    from ``seed`` up to the target-th accepted one, whatever the batch size. Drawing stops
-    early when every seed of a batch diverged (the step size, not the draw): the rows say so."""
+    ``batch_size`` seeds until that many are accepted (search.py: the rows are then exactly
+    the seeds from ``seed`` up to the target-th accepted one, whatever the batch size), or
+    until the search ends for a stated reason (its ``search_end`` column)."""
     from attnsvm.results.contract import JobResult, config_columns
 
     t0 = time.perf_counter()
-    mcfg, target = cfg.multitoken, cfg.multitoken.target_accepted
-    rows, curves = [], []
+    target = cfg.multitoken.target_accepted
+    rows, curves, search_end = [], [], None
     if target is None:
         seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)
         for start in range(0, len(seeds), cfg.batch_size):
@@ -281,25 +282,12 @@ def run_job(cfg: RunBase, progress=None):
             if progress is not None:
                 progress(len(rows), len(seeds))
     else:
-        next_seed, n_ok = cfg.seed, 0
-        while n_ok < target and len(rows) < mcfg.max_tried:
-            seeds = accepted_seeds(cfg.dataset, next_seed, cfg.batch_size)
-            next_seed = seeds[-1] + 1
-            r, c = run_batch(cfg, seeds, analyse_all=False)
-            rows, curves = rows + r, curves + c
-            n_ok = sum(row["accepted"] for row in rows)
-            if progress is not None:  # accepted seeds of the target (a batch may pass it)
-                progress(min(n_ok, target), target)
-            if all(row["status"] == "diverged" for row in r):
-                break  # a whole batch diverged: more seeds of this config would too
-        ok_seeds = [row["seed"] for row in rows if row["accepted"]]
-        if len(ok_seeds) >= target:
-            last = ok_seeds[target - 1]
-            rows = [row for row in rows if row["seed"] <= last]
+        rows, curves, search_end = search(cfg, run_batch, progress)
     kept = {row["seed"] for row in rows}
     chash = config_hash(cfg)
     cols = {**config_columns(cfg), "config_hash": chash}
-    runs = with_constants(pd.DataFrame(rows), {**cols, "seeds_tried": len(rows)})
+    search_cols = {} if search_end is None else {"search_end": search_end}
+    runs = with_constants(pd.DataFrame(rows), {**cols, "seeds_tried": len(rows), **search_cols})
     trajectory = pd.concat(curves or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
     trajectory = trajectory[trajectory.seed.isin(kept)]
     trajectory = trajectory.assign(
@@ -318,6 +306,8 @@ def summary_text(runs: pd.DataFrame, seconds: float) -> str:
         f"{first['optimizer.steps']} {first.optimizer} steps",
         f"  accepted {len(ok)} of {len(runs)} seeds tried (published acceptance filters)",
     ]
+    if "search_end" in runs:
+        lines.append(f"  search ended: {first.search_end}")
     lines += not_ok_lines(runs)
     for key, name in (("corr_svmeq", "W^SVMeq"), ("corr_dir", "W^dir"), ("corr_1token", "W^1tok")):
         if key not in ok or ok.empty:
