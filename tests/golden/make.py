@@ -13,7 +13,8 @@ of the 93 distinct cases different (79 without), so the cause is not MKL's alone
 ``make.py`` (new cases or new numbers) rewrites this machine's set and removes from the others
 the tables of cases whose config hash changed (each runs table records its hash): those cases are
 then compared on those kinds with the nearest set that holds them, within the tolerances.
-``make.py --this-machine`` adds this machine's set to the current cases, touching no other.
+``make.py --this-machine`` adds this machine's set to the current cases, touching no other;
+``make.py --only PREFIX`` remakes just the cases whose names start with PREFIX.
 
 A case is a list of overrides. A sweep contributes the jobs that take the first value of every
 axis and, axis by axis, its last value; the shortening overrides (few seeds, few steps) are
@@ -303,17 +304,22 @@ def add_this_machine() -> None:
     print(f"{len(cases)} cases' tables in {own}")
 
 
-def main() -> None:
+def main(only: str | None = None) -> None:
+    """Every case's tables on this machine (module doc); ``only``: just the cases whose name
+    starts with it (``make.py --only sweep_multitoken``), the others' entries kept."""
     import attnsvm
     from attnsvm.composition.identity import config_hash
 
     sys.path.insert(0, str(REPO / "tests"))
     own = TABLES / machine_kind()
     own.mkdir(parents=True, exist_ok=True)
-    out, changed = {}, []
+    out = json.loads((HERE / "cases.json").read_text()) if only else {}
+    changed = []
     for name, overrides in sweep_cases().items():
         for engine in ENGINES:
             case = f"{name}_{engine.split('=')[1]}"
+            if only and not case.startswith(only):
+                continue
             full = [*overrides, engine]
             try:
                 full_hash = config_hash(attnsvm.compose(full))
@@ -355,5 +361,7 @@ if __name__ == "__main__":
         compute_all(Path(sys.argv[2]), *map(int, sys.argv[3:5]))
     elif sys.argv[1:2] == ["--this-machine"]:
         add_this_machine()
+    elif sys.argv[1:2] == ["--only"]:
+        main(sys.argv[2])
     else:
         main()
