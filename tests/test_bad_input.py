@@ -306,4 +306,5 @@ def test_slurm_without_a_controller_is_one_line_and_leaves_nothing(tmp_path):
     last = res.stdout.strip().splitlines()[-1]
     assert last.startswith("attnsvm: hydra/launcher=slurm could not submit"), res.stdout
     assert reason in last and last.endswith("(no job was started)")
+    assert res.stdout.count(reason) == 1, res.stdout  # said once, in that line
     assert not (tmp_path / "multirun").exists()

@@ -23,8 +23,11 @@ relative to the time limit (docs/scaling.md).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,8 +111,12 @@ if submitit_launcher is not None:
                         Singleton.get_state(),
                     )
                 )
+            said = io.StringIO()  # submitit prints a failed sbatch's stderr: ours says it
             try:
-                return executor.map_array(self, *zip(*args, strict=True))
+                with contextlib.redirect_stderr(said):
+                    jobs = executor.map_array(self, *zip(*args, strict=True))
+                sys.stderr.write(said.getvalue())
+                return jobs
             except (submitit.core.utils.FailedJobError, OSError) as exc:  # sbatch refused or
                 # missing: no task exists, one line says why (the sweeper removes its files)
                 why = " ".join(str(exc).split()) or type(exc).__name__
