@@ -31,3 +31,5 @@ class RunConfig(RunBase):
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
     loss: Loss = Loss.logistic  # l(u) of the loss (1/n) sum_i l(Y_i f_i)
+    artifacts: bool = True  # arrays.npz: each seed's final W (v), tokens, SVMs, draw identity
+    artifact_checkpoints: bool = False  # arrays.npz also keeps W (and v) at every checkpoint
