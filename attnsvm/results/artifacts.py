@@ -50,11 +50,13 @@ def read_arrays(job_dir: str | Path) -> dict[str, np.ndarray]:
     """The arrays of the finished job in ``job_dir``, loaded into memory after its bytes were
     checked against job.json's record; ``ArtifactError`` names the job and what is missing."""
     from attnsvm.results.integrity import verify_files
-    from attnsvm.results.store import read_job
 
     job_dir = Path(job_dir)
-    job = read_job(job_dir) or {}
-    recorded = (job.get("files") or {}).get(ARRAYS)
+    try:
+        job = json.loads((job_dir / "job.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        job = {}
+    recorded = (job.get("files") or {}).get(ARRAYS) if isinstance(job, dict) else None
     if recorded is None:
         raise ArtifactError(
             f"{job_dir}: no {ARRAYS} (the job ran with artifacts=false, or before artifacts "
@@ -65,6 +67,19 @@ def read_arrays(job_dir: str | Path) -> dict[str, np.ndarray]:
         raise ArtifactError(f"{job_dir}: {problem}")
     with np.load(job_dir / ARRAYS, allow_pickle=False) as npz:
         return {name: npz[name] for name in npz.files}
+
+
+def job_arrays(jobs, job) -> dict[str, np.ndarray]:
+    """``read_arrays`` of the job a sweep uses (``Sweep.jobs`` rows with ``used``) named by its
+    config hash or its directory; ``KeyError`` lists the config hashes it has."""
+    used = jobs[jobs.used]
+    match = used[(used.config_hash == str(job)) | (used.dir == str(job))]
+    if match.empty:
+        match = used[used.dir.map(lambda d: Path(d).resolve()) == Path(str(job)).resolve()]
+    if match.empty:
+        raise KeyError(f"no finished job {job!r} in the sweep; its config hashes: "
+                       f"{', '.join(used.config_hash)}")  # fmt: skip
+    return read_arrays(match.dir.iloc[0])
 
 
 def read_meta(arrays: dict) -> dict:
