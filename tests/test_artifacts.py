@@ -30,10 +30,10 @@ def test_the_job_writes_its_arrays_and_records_them_like_the_tables(job):
     runs = result.runs
     assert arrays["seeds"].tolist() == runs.seed.tolist()
     R, d = len(runs), 10
-    assert arrays["W"].shape == (R, d, d) and arrays["selected"].shape == (6, R, 4)
+    assert arrays["W"].shape == (R, d, d) and arrays["selected"].shape == (1, R, 4)
     assert np.linalg.norm(arrays["W"], axis=(1, 2)).tolist() == runs.w_norm.tolist()
     assert [",".join(map(str, s)) for s in arrays["selected"][-1]] == runs.selected.tolist()
-    assert arrays["steps"].tolist() == sorted(result.trajectory.step.unique().tolist())
+    assert arrays["steps"].tolist() == [100]  # the last checkpoint: none other kept
     nuc = np.linalg.norm(arrays["svm_opt_nuc"], "nuc", axis=(1, 2))
     np.testing.assert_allclose(nuc, runs.norm_nuc, rtol=1e-12)
     assert read_meta(arrays)["dataset"]["n"] == 4 and "W_checkpoints" not in arrays
@@ -83,7 +83,8 @@ def test_checkpoints_are_kept_when_asked(tmp_path):
     assert a["W_checkpoints"].shape == (6, 3, 10, 10) and a["v_checkpoints"].shape == (6, 3, 10)
     assert np.array_equal(a["W_checkpoints"][-1], a["W"])
     assert np.array_equal(a["v_checkpoints"][-1], a["v"])
-    assert read_meta(a)["checkpoints"] is True
+    assert read_meta(a)["checkpoints"] is True and a["steps"].tolist() == [0, 20, 40, 60, 80, 100]
+    assert a["selected"].shape == (6, 3, 4)
 
 
 def test_an_svm_only_job_keeps_its_svms_and_draw():

@@ -5,6 +5,7 @@ Seeds are the first axis, or the second where there is one entry per checkpoint:
 
     seeds (R,)  draw_sha256 (R,)  opt (R, n)            the draw: rebuilt from seed and meta
     steps (C,)  selected (C, R, n)  loss, grad_norm, softmax_max, softmax_min_max (C, R)
+                                                        (C = 1, the last, without checkpoints)
     W (R, d, d)  v (R, d)  final_softmax (R, n, T)      the final parameters (W = K Q^T)
     W_checkpoints (C, R, d, d)  v_checkpoints (C, R, d)  with artifact_checkpoints=true
     svm_opt_<norm>, svm_sel_<norm> (R, d, d)            the SVMs at opt / at the selected
@@ -61,9 +62,10 @@ def batch_arrays(cfg, inst, traj: Trajectory | None, svms: tuple) -> dict:
         "opt": _numpy(inst.opt),
         "draw_sha256": np.array([draw_digest(*_draw(inst, r)) for r in range(R)]),
     }
-    if traj is not None:
-        out["steps"] = np.asarray(traj.steps, dtype=np.int64)
-        out.update({name: _numpy(getattr(traj, name)) for name in PER_CHECKPOINT[:5]})
+    if traj is not None:  # per checkpoint: every one where their W are kept, else the last
+        at = slice(None) if cfg.artifact_checkpoints else slice(-1, None)
+        out["steps"] = np.asarray(traj.steps[at], dtype=np.int64)
+        out.update({name: _numpy(getattr(traj, name)[at]) for name in PER_CHECKPOINT[:5]})
         out["W"] = _numpy(traj.W[-1])
         out["final_softmax"] = _numpy(traj.final_softmax)
         if traj.v is not None:
@@ -117,16 +119,14 @@ def trajectory(arrays: dict) -> tuple[Trajectory, bool]:
     """The batch's ``Trajectory`` from its arrays, and whether it holds every checkpoint
     (``W_checkpoints`` kept); else only the last checkpoint."""
     kept = "W_checkpoints" in arrays
-    at = slice(None) if kept else slice(-1, None)
-    t = {name: torch.from_numpy(arrays[name][at]) for name in PER_CHECKPOINT[:5]}
     W = arrays["W_checkpoints"] if kept else arrays["W"][None]
     v = arrays.get("v_checkpoints") if kept else arrays.get("v")
     if v is not None and not kept:
         v = v[None]
     return Trajectory(
-        steps=[int(s) for s in arrays["steps"][at]],
+        steps=[int(s) for s in arrays["steps"]],
         W=torch.from_numpy(W),
         final_softmax=torch.from_numpy(arrays["final_softmax"]),
         v=None if v is None else torch.from_numpy(v),
-        **t,
+        **{name: torch.from_numpy(arrays[name]) for name in PER_CHECKPOINT[:5]},
     ), kept
