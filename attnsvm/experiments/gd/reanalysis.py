@@ -55,7 +55,9 @@ def reanalyse(cfg, arrays: dict, before: JobResult) -> JobResult:
     result = job_result(cfg, rows, trajs if kept else [], extra if kept else {}, t0, new_arrays)
     if not kept:  # the training run's curves and pictures: no W per checkpoint to redo them
         result.trajectory = before.trajectory.assign(config_hash=result.config_hash)
-        result.extra = {k: t.assign(config_hash=result.config_hash) for k, t in before.extra.items()}
+        result.extra = {
+            k: t.assign(config_hash=result.config_hash) for k, t in before.extra.items()
+        }
     return result
 
 
