@@ -2,15 +2,15 @@
 from the parameters its jobs saved (arrays.npz), under new analysis keys, into a new result
 directory of the usual form (runs.parquet, trajectory.parquet, arrays.npz, job.json).
 
-    python -m attnsvm.reanalyse outputs/runs/A 'solver.norms=[fro,nuc,l3]' --out outputs/B
+    python -m attnsvm.reanalyse outputs/runs/A 'solver.norms=[...]' --out outputs/B
     python -m attnsvm.reanalyse outputs/sweeps/rank metrics.epsilon=0.05 --out outputs/rank-eps
 
 Only what the analysis reads may change (``solver.*``, ``metrics.*``; the keys that change no
 number too): anything else would need training again. Each job's config is its job.json's with
 the keys given, so a re-analysed job has the identity (config hash) of a fresh run with those
 keys. A job without arrays.npz (artifacts=false, or written before they existed), or of an
-experiment without a re-analysis, is named and skipped. The experiment's ``reanalyse`` says
-which columns it recomputes (gd: attnsvm/experiments/gd/reanalysis.py).
+experiment without a re-analysis, is named and skipped. The experiment's ``reanalyse`` (its
+entry's field) says which columns it recomputes (docs/result-contract.md#re-analysis).
 """
 
 from __future__ import annotations
