@@ -68,6 +68,7 @@ def test_a_damaged_arrays_file_fails_verification(job, tmp_path):
 def test_the_keys_change_no_identity_and_no_column(tmp_path):
     base = attnsvm.compose(SMALL)
     other = attnsvm.compose([*SMALL, "artifacts=false", "artifact_checkpoints=true"])
+    assert config_hash(attnsvm.compose([*SMALL, "artifact_max_mb=0"])) == config_hash(base)
     assert config_hash(base) == config_hash(other)
     off = attnsvm.run_job([*SMALL, "artifacts=false"], out_dir=tmp_path / "off")
     assert not (tmp_path / "off" / ARRAYS).exists()
@@ -90,3 +91,17 @@ def test_checkpoints_are_kept_when_asked(tmp_path):
 def test_an_svm_only_job_keeps_its_svms_and_draw():
     res = attnsvm.run_job(["seeds=2", "train=false"])
     assert set(res.arrays) == {"seeds", "opt", "draw_sha256", "svm_opt_fro", "svm_opt_nuc", "meta"}
+
+
+def test_arrays_over_the_size_limit_are_not_kept(caplog):
+    res = attnsvm.run_job([*SMALL, "artifact_checkpoints=true", "artifact_max_mb=0.01"])
+    assert res.arrays == {}
+    assert "over artifact_max_mb=0.01" in caplog.text
+    assert attnsvm.run_job([*SMALL, "artifact_max_mb=0"]).arrays  # 0: no limit
+
+
+def test_a_negative_size_limit_is_refused_naming_the_key():
+    from attnsvm.config import ConfigError
+
+    with pytest.raises(ConfigError, match="artifact_max_mb"):
+        attnsvm.compose(["artifact_max_mb=-1"])

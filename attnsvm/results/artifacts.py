@@ -59,8 +59,8 @@ def read_arrays(job_dir: str | Path) -> dict[str, np.ndarray]:
     recorded = (job.get("files") or {}).get(ARRAYS) if isinstance(job, dict) else None
     if recorded is None:
         raise ArtifactError(
-            f"{job_dir}: no {ARRAYS} (the job ran with artifacts=false, or before artifacts "
-            "existed): re-run it to keep its arrays"
+            f"{job_dir}: no {ARRAYS} (the job ran with artifacts=false, its arrays were over "
+            "artifact_max_mb, or it ran before arrays were kept): re-run it to keep them"
         )
     problem = verify_files(job_dir, {"files": {ARRAYS: recorded}})
     if problem is not None:

@@ -14,6 +14,8 @@ Seeds are the first axis, or the second where there is one entry per checkpoint:
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import torch
 
@@ -22,6 +24,7 @@ from attnsvm.results.artifacts import ArtifactError, draw_digest, meta, read_met
 from attnsvm.svm import norms
 from attnsvm.train.state import Trajectory
 
+log = logging.getLogger("attnsvm")
 PER_CHECKPOINT = ("selected", "loss", "grad_norm", "softmax_max", "softmax_min_max")
 PER_CHECKPOINT += ("W_checkpoints", "v_checkpoints")  # seeds on axis 1 (axis 0: checkpoints)
 SVM_PREFIXES = ("svm_opt_", "svm_sel_")
@@ -84,7 +87,8 @@ def _draw(inst, r: int) -> tuple:
 
 def join_batches(cfg, batches: list[dict]) -> dict:
     """The job's arrays from its batches' (seeds concatenated), with ``meta``: the data set
-    and what else rebuilds each seed's draw; {} with ``artifacts=false``."""
+    and what else rebuilds each seed's draw; {} with ``artifacts=false``, or when they would
+    take more than ``artifact_max_mb`` (uncompressed; the log says so)."""
     batches = [b for b in batches if b]
     if not batches:
         return {}
@@ -102,6 +106,13 @@ def join_batches(cfg, batches: list[dict]) -> dict:
         parameterization=plain(cfg.parameterization),
         checkpoints=bool(cfg.artifact_checkpoints and "steps" in out),
     )
+    size = sum(a.nbytes for a in out.values()) / 1e6
+    if cfg.artifact_max_mb and size > cfg.artifact_max_mb:
+        log.warning(
+            "arrays.npz not written: %.1f MB of arrays, over artifact_max_mb=%g (raise it to "
+            "keep them)", size, cfg.artifact_max_mb,
+        )  # fmt: skip
+        return {}
     return out
 
 
