@@ -95,7 +95,7 @@ def reanalyse_job(job_dir: Path, out: Path, changes: dict) -> str:
     from attnsvm.experiments import entry
     from attnsvm.results.artifacts import ArtifactError, read_arrays
     from attnsvm.results.contract import finish
-    from attnsvm.results.store import read_job, write_result
+    from attnsvm.results.store import job_record, read_job, write_result
     from attnsvm.runtime import limit_threads
 
     job = read_job(job_dir) or {}
@@ -107,8 +107,6 @@ def reanalyse_job(job_dir: Path, out: Path, changes: dict) -> str:
         arrays = read_arrays(job_dir)
     except ArtifactError as exc:
         return f"skipped {exc}"
-    from attnsvm.results.store import job_record
-
     record = {**job_record(run), "reanalysed_from": str(job_dir.resolve())}
     with limit_threads(run.threads):
         result = finish(run, module.reanalyse(run, arrays, read_before(job_dir, job)))
@@ -130,7 +128,6 @@ def reanalyse(source: Path, overrides: list[str], out: Path) -> tuple[list[str],
     lines, failed = [], 0
     for job_dir, rel in jobs:
         target = out / rel
-        target.mkdir(parents=True, exist_ok=True)
         try:
             lines.append(reanalyse_job(job_dir, target, changes))
         except ConfigError:
@@ -139,6 +136,7 @@ def reanalyse(source: Path, overrides: list[str], out: Path) -> tuple[list[str],
             failed += 1
             run = new_config(read_job(job_dir), changes)
             record = {**job_record(run), "status": "failed", "error": repr(exc)}
+            target.mkdir(parents=True, exist_ok=True)
             write_json({**record, "traceback": traceback.format_exc()}, target / JOB)
             lines.append(f"failed {job_dir}: {exc!r} (recorded in {target / JOB})")
             continue

@@ -73,7 +73,7 @@ def test_a_job_without_arrays_is_named_and_skipped(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"skipped {tmp_path / 'S' / '0'}: no arrays.npz" in out
     assert "1 of 2 jobs re-analysed" in out
-    assert not (tmp_path / "B" / "0" / "job.json").exists()
+    assert not (tmp_path / "B" / "0").exists()
     sweep = attnsvm.load_sweep(tmp_path / "B")
     assert sweep.runs.seed.tolist() == [5, 6, 7] and (sweep.runs["metrics.delta"] == 0.01).all()
     assert main([str(tmp_path / "S" / "0"), "--out", str(tmp_path / "none")]) == 2
@@ -91,4 +91,19 @@ def test_a_key_that_needs_training_or_a_bad_value_is_refused(tmp_path, capsys, o
     attnsvm.run_job([*SMALL, "seeds=1", "optimizer.steps=20"], out_dir=tmp_path / "A")
     assert main([str(tmp_path / "A"), override, "--out", str(tmp_path / "B")]) == 2
     assert says in capsys.readouterr().err
-    assert not (tmp_path / "B" / "job.json").exists()
+    assert not (tmp_path / "B").exists()  # nothing written
+
+
+def test_a_job_that_fails_is_recorded_and_the_others_go_on(tmp_path, capsys):
+    import json
+
+    attnsvm.run_job(SMALL, out_dir=tmp_path / "S" / "0")
+    attnsvm.run_job([*SMALL, "seed=5"], out_dir=tmp_path / "S" / "1")
+    record = json.loads((tmp_path / "S" / "0" / "job.json").read_text())
+    record["config"]["dataset"]["d"] = 9  # its arrays no longer match the config it names
+    (tmp_path / "S" / "0" / "job.json").write_text(json.dumps(record))
+    assert main([str(tmp_path / "S"), "--out", str(tmp_path / "B")]) == 1
+    assert "1 of 2 jobs re-analysed" in capsys.readouterr().out
+    failed = read_job(tmp_path / "B" / "0")
+    assert failed["status"] == "failed" and "differs from the draw" in failed["error"]
+    assert read_job(tmp_path / "B" / "1")["status"] == "finished"
