@@ -53,6 +53,8 @@ def _commands() -> list[tuple[str, str]]:
         (f"{run} -m dataset.d=2,4,8 parameterization=w,kq", "an ad-hoc sweep"),
         (f"{run} -m +sweeps=SWEEP", "a sweep file; it resumes"),
         ("python -m attnsvm.aggregate outputs/sweeps/SWEEP", "its tables and figures"),
+        ("python -m attnsvm.report outputs/sweeps/SWEEP --watch", "its page, kept current"),
+        ("python -m attnsvm.reanalyse DIR KEY=VALUE --out NEW", "new SVMs, no training"),
     ]
 
 

@@ -111,7 +111,7 @@ def _truncate(path):
 def test_a_truncated_table_fails_verification_and_job_json_list_is_no_job(tmp_path):
     res = attnsvm.run_job(attnsvm.compose(SMALL), out_dir=tmp_path / "job")
     job = read_job(tmp_path / "job")
-    assert set(job["files"]) == {RUNS, TRAJECTORY}
+    assert set(job["files"]) == {RUNS, TRAJECTORY, "arrays.npz"}  # gd's arrays: verified too
     assert job["files"][RUNS]["rows"] == len(res.runs)
     assert is_finished(tmp_path / "job", res.config_hash)
     _truncate(tmp_path / "job" / TRAJECTORY)

@@ -21,7 +21,9 @@ from attnsvm.experiments import entry
 from attnsvm.experiments.legacy import LEGACY_BASE, LEGACY_NEUTRAL
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 
-NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval")
+# what arrays.npz keeps (attnsvm/results/artifacts.py): never a number
+ARTIFACT_KEYS = ("artifacts", "artifact_checkpoints", "artifact_max_mb")
+NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval", *ARTIFACT_KEYS)
 
 
 # Keys added after results were first written: at these defaults they change no number, so

@@ -42,13 +42,15 @@ class Experiment:
     bench_cases: Callable | None = None  # (quick) -> {case: {"batched": x, "alone": y, ...}}
     bench_jobs: Callable | None = None  # (quick) -> [{"what", "target", "wall", "cpu", ...}]:
     #   whole jobs of it timed by python -m attnsvm.bench (its rows of the report and README)
+    reanalyse: Callable | None = None  # (run, arrays, result before) -> JobResult: its SVMs
+    #   and metrics again from a finished job's arrays.npz, nothing trained (attnsvm.reanalyse)
     default: bool = False  # the experiment of a config that names none (exactly one built-in)
     doc: str = ""  # what it is (python -m attnsvm.run --help); default: its module's docstring
 
     def __post_init__(self) -> None:
         for name in ("run_job", "summary_text"):
             _expect(self, name, callable(getattr(self, name)), "a function")
-        for name in ("figures", "check", "published", "bench_cases", "bench_jobs"):
+        for name in ("figures", "check", "published", "bench_cases", "bench_jobs", "reanalyse"):
             _expect(self, name, _maybe(self, name, callable), "a function or None")
         _expect(self, "name", isinstance(self.name, str) and self.name != "", "a non-empty str")
         _expect(self, "Config", _maybe(self, "Config", _is_dataclass_type), "a dataclass or None")

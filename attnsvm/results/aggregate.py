@@ -31,6 +31,7 @@ from attnsvm.config.checks import ConfigError
 from attnsvm.config.input_checks import check_writable_dir
 from attnsvm.results import columns as declaration
 from attnsvm.results import store as results
+from attnsvm.results.artifacts import job_arrays
 from attnsvm.results.columns import DEFAULT, Columns, columns_of, header, shown
 from attnsvm.results.integrity import verified
 from attnsvm.results.store import JOB, RUNS, TRAJECTORY, flatten
@@ -77,6 +78,10 @@ class Sweep:
         """One row per config point: seed counts and mean / std / count of each metric (the
         table ``python -m attnsvm.aggregate`` writes as summary.parquet)."""
         return summarize_sweep(self) if not self.runs.empty else pd.DataFrame()
+
+    def arrays(self, job) -> dict:
+        """arrays.npz of a used job (its config hash or directory), verified (artifacts.py)."""
+        return job_arrays(self.jobs, job)
 
     @property
     def failed(self) -> pd.DataFrame:
@@ -297,9 +302,7 @@ def figure_cli(doc: str, argv: list[str] | None) -> tuple[Path, Path]:
     """``SWEEP_DIR [--out DIR]`` of the experiment-specific figure commands; creates DIR."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path)
-    parser.add_argument(
-        "--out", type=Path, default=None, help="output folder (default SWEEP_DIR/summary)"
-    )
+    parser.add_argument("--out", type=Path, help="output folder (default SWEEP_DIR/summary)")
     args = parser.parse_args(argv)
     out = args.out or args.sweep_dir / "summary"  # where `attnsvm.results.aggregate` writes too
     out.mkdir(parents=True, exist_ok=True)
@@ -324,14 +327,13 @@ def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: boo
         check_writable_dir(out, key)  # a read-only sweep: one line, before any work
     except ConfigError as exc:
         raise AggregateError(str(exc)) from None
-    written = []
     if sweep.runs.empty:
-        return sweep, pd.DataFrame(), written
+        return sweep, pd.DataFrame(), []
     summary = sweep.summary
     sweep.runs.to_parquet(out / "all_runs.parquet", index=False)
     summary.to_parquet(out / "summary.parquet", index=False)
     summary.round(6).to_csv(out / "summary.csv", index=False)
-    written += [out / "all_runs.parquet", out / "summary.parquet", out / "summary.csv"]
+    written = [out / "all_runs.parquet", out / "summary.parquet", out / "summary.csv"]
     if figures:
         written += experiment_figures(sweep, out)
     return sweep, summary, written

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from attnsvm.composition.identity import config_hash, flatten, plain
+from attnsvm.composition.identity import ARTIFACT_KEYS, config_hash, flatten, plain
 from attnsvm.composition.resolve import train_engine
 from attnsvm.results.stack import with_constants
 
@@ -23,6 +23,7 @@ class JobResult:
     config_hash: str
     seconds: float
     extra: dict[str, pd.DataFrame] = field(default_factory=dict)  # file name -> table
+    arrays: dict = field(default_factory=dict)  # arrays.npz's arrays (attnsvm/results/artifacts.py)
 
 
 # the order of a row's config columns (the order they have had since they were first written):
@@ -62,6 +63,8 @@ def config_columns(cfg) -> dict:
     flat = flatten(_ordered(tree))
     for k in ("seeds", "seed", "threads", "batch_size", "progress_interval"):
         flat.pop(k)
+    for k in ARTIFACT_KEYS:  # what is kept, not what is computed: no column
+        flat.pop(k, None)
     flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}
     if "loss" in flat:
         flat["loss_function"] = flat.pop("loss")  # the run key `loss`; column "loss" is its value
@@ -83,7 +86,7 @@ def finish(run, result: JobResult) -> JobResult:
     cols = {**config_columns(run), "config_hash": chash}
     runs = with_constants(result.runs, {k: v for k, v in cols.items() if k not in result.runs})
     trajectory = result.trajectory.assign(config_hash=chash)
-    return JobResult(runs, trajectory, chash, result.seconds, result.extra)
+    return JobResult(runs, trajectory, chash, result.seconds, result.extra, result.arrays)
 
 
 def not_ok_lines(runs) -> list[str]:

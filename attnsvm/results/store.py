@@ -203,13 +203,20 @@ def job_record(cfg, chash: str | None = None) -> dict:
 
 def write_result(out: Path, job: dict, result) -> None:
     """The result contract of a finished job (a ``pipeline.JobResult``): runs.parquet,
-    trajectory.parquet, any extra tables, then job.json saying ``finished`` (written last)."""
+    trajectory.parquet, any extra tables, its arrays.npz, then job.json saying ``finished``
+    (written last)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = {RUNS: write_table(result.runs, out / RUNS)}  # what a re-run verifies: its files
     files[TRAJECTORY] = write_table(result.trajectory, out / TRAJECTORY)
     for name, table in result.extra.items():  # e.g. paths.parquet, tokens.parquet
         files[f"{name}.parquet"] = write_table(table, out / f"{name}.parquet")
+    if result.arrays:  # arrays.npz: verified like the tables (attnsvm/results/artifacts.py)
+        from attnsvm.results import artifacts
+
+        data = artifacts.encode(result.arrays)
+        _atomic(out / artifacts.ARRAYS, data)
+        files[artifacts.ARRAYS] = artifacts.file_record(data, result.arrays)
     seed_status = result.runs.status.value_counts().to_dict()
     write_json(
         {**job, "status": "finished", "seconds": result.seconds, "seed_status": seed_status,

@@ -41,6 +41,13 @@ def figures(*args, **kwargs):
     return figures(*args, **kwargs)
 
 
+def reanalyse(*args, **kwargs):
+    """reanalysis.py's ``reanalyse``, imported when called (its imports are heavy)."""
+    from .reanalysis import reanalyse
+
+    return reanalyse(*args, **kwargs)
+
+
 EXPERIMENT = Experiment(
     name="gd",
     default=True,  # the paper's pipeline: the experiment of a config that names none
@@ -56,5 +63,6 @@ EXPERIMENT = Experiment(
     hash_legacy=LEGACY_GROUPS,
     columns=columns,  # its summary's columns per config point: the p-model's or W's (columns.py)
     published=published,
+    reanalyse=reanalyse,  # new SVMs and metrics from arrays.npz, nothing trained
     doc=__doc__,
 )

@@ -5,7 +5,9 @@ pipeline reads: its data set, parameterization, step rule, SVM solver, head and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
+from attnsvm.config.constraints import Interval
 from attnsvm.config.enums import Loss
 from attnsvm.config.schema import (
     HeadConfig,
@@ -31,3 +33,11 @@ class RunConfig(RunBase):
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     train: bool = True  # false: only the SVMs at alpha = opt (rank / feasibility experiments)
     loss: Loss = Loss.logistic  # l(u) of the loss (1/n) sum_i l(Y_i f_i)
+    artifacts: bool = True  # arrays.npz: each seed's final W (v), tokens, SVMs, draw identity
+    artifact_checkpoints: bool = False  # arrays.npz also keeps W (and v) at every checkpoint
+    artifact_max_mb: float = 10.0  # arrays larger than this (MB, uncompressed) are not kept; 0: any
+
+    CONSTRAINTS: ClassVar = {
+        **RunBase.CONSTRAINTS,
+        "artifact_max_mb": Interval(float, 0, finite=True, noun="megabytes"),
+    }

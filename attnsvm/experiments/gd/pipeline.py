@@ -24,6 +24,7 @@ from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
+from attnsvm.experiments.gd.artifacts import batch_arrays, join_batches
 from attnsvm.experiments.gd.diverged import diverged_tables
 from attnsvm.experiments.gd.limits import classify
 from attnsvm.experiments.gd.svms import (
@@ -239,8 +240,8 @@ def path_tables(inst: Instances, traj: Trajectory, r: int, at_opt: dict):
 
 def run_batch(cfg: RunBase, seeds: list[int], report: Progress | None = None, first: int = 0):
     """Train and analyse one batch of seeds; returns (rows, trajectory tables (dicts of
-    columns, for results.stack), extra frames). ``report`` hears of its stages; ``first``:
-    the batch's first seed's position in the job."""
+    columns, for results.stack), extra frames, arrays.npz's arrays of the batch or {}).
+    ``report`` hears of its stages; ``first``: the batch's first seed's position in the job."""
     if report is not None:
         report.start_batch(first, first + len(seeds))
     dtype = getattr(torch, cfg.dtype.value)
@@ -252,7 +253,8 @@ def run_batch(cfg: RunBase, seeds: list[int], report: Progress | None = None, fi
     opt = inst.opt.cpu().numpy()
     if not cfg.train:
         at_opt = solve_svms(cfg, inst, dict(enumerate(opt)), report)
-        return [analyse_svm_only(cfg, inst, r, at_opt[r]) for r in range(len(seeds))], [], {}
+        rows = [analyse_svm_only(cfg, inst, r, at_opt[r]) for r in range(len(seeds))]
+        return rows, [], {}, batch_arrays(cfg, on_cpu(inst), None, (at_opt, None))
     t0 = time.perf_counter()
     params, cone_info = None, None
     if cfg.parameterization.init == Init.cone:  # start near a local, non-global SVM direction
@@ -268,8 +270,23 @@ def run_batch(cfg: RunBase, seeds: list[int], report: Progress | None = None, fi
     )  # fmt: skip
     traj, inst = on_cpu(traj), on_cpu(inst)  # SVMs and metrics run on the CPU, in float64
     train_seconds = (time.perf_counter() - t0) / len(seeds)  # the copy waits for the GPU
+    rows, trajs, extra, svms = analyse_batch(cfg, inst, traj, report)
+    for r, row in enumerate(rows):
+        if cone_info is not None:
+            row.update(cone_info[r], cone_converged=row["selected"] == cone_info[r]["cone_alpha"])
+        row["train_seconds"] = train_seconds
+        row["seconds"] = train_seconds + row["svm_seconds"]
+    return rows, trajs, extra, batch_arrays(cfg, inst, traj, svms)
+
+
+def analyse_batch(cfg: RunBase, inst: Instances, traj: Trajectory, report=None):
+    """The SVMs and metrics of a trained batch (on the CPU): (rows, trajectory tables, extra
+    frames, (SVMs at opt, SVMs at the selected tokens where they moved)). Training's own
+    columns (train_seconds, cone_*) are the caller's."""
+    opt = inst.opt.numpy()
     sel = traj.selected[-1].numpy()
-    moved = {r: sel[r] for r in range(len(seeds)) if not np.array_equal(sel[r], opt[r])}
+    seeds = range(len(inst.seeds))
+    moved = {r: sel[r] for r in seeds if not np.array_equal(sel[r], opt[r])}
     at_opt, at_sel = solve_svm_sets(
         cfg, inst, [dict(enumerate(opt)), moved], report, "at opt and at the selected tokens"
     )
@@ -280,22 +297,18 @@ def run_batch(cfg: RunBase, seeds: list[int], report: Progress | None = None, fi
     def analysed(share: list[int]) -> list[tuple]:
         return [analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r))) for r in share]
 
-    shares = shares_of(range(len(seeds)), cfg.threads)  # forked processes (attnsvm/parallel.py)
+    shares = shares_of(seeds, cfg.threads)  # forked processes (attnsvm/parallel.py)
     hear = None if report is None else lambda k: report.analysed(len(shares[k]))
     forked = worth_forking(len(seeds), cfg.threads)
     parts = spread(analysed, shares, cfg.threads, processes=forked, done=hear)
     for r, (row, tr) in enumerate(a for part in parts for a in part):
-        if cone_info is not None:
-            row.update(cone_info[r], cone_converged=row["selected"] == cone_info[r]["cone_alpha"])
-        row["train_seconds"] = train_seconds
-        row["seconds"] = train_seconds + row["svm_seconds"]
         rows.append(row)
         trajs.append(tr)
         if cfg.dataset.generator.value == "paths":  # the path pictures: their tables too
             paths, tokens = path_tables(inst, traj, r, at_opt[r])
             extra.setdefault("paths", []).append(paths)
             extra.setdefault("tokens", []).append(tokens)
-    return rows, trajs, extra
+    return rows, trajs, extra, (at_opt, at_sel)
 
 
 def run_job(cfg: RunBase, progress=None) -> JobResult:
@@ -304,18 +317,25 @@ def run_job(cfg: RunBase, progress=None) -> JobResult:
     training steps, SVMs and metrics as they go (attnsvm/progress.py)."""
     t0 = time.perf_counter()
     seeds = accepted_seeds(cfg.dataset, cfg.seed, cfg.seeds)  # relu: all-positive labels skipped
-    rows, trajs, extra = [], [], {}
+    rows, trajs, extra, arrays = [], [], {}, []
     report = reporter(progress)
     if report is not None:
         report.start_job(len(seeds))
     for start in range(0, len(seeds), cfg.batch_size):
-        r, t, e = run_batch(cfg, seeds[start : start + cfg.batch_size], report, start)
+        r, t, e, a = run_batch(cfg, seeds[start : start + cfg.batch_size], report, start)
         rows += r
         trajs += t
+        arrays.append(a)
         for name, frames in e.items():
             extra.setdefault(name, []).extend(frames)
         if progress is not None:
             progress(len(rows), len(seeds))
+    return job_result(cfg, rows, trajs, extra, t0, join_batches(cfg, arrays))
+
+
+def job_result(cfg: RunBase, rows, trajs, extra: dict, t0: float, arrays: dict) -> JobResult:
+    """The job's tables from its seeds' rows, trajectories and extra frames, with the config
+    columns; ``t0``: when the job started (perf_counter)."""
     chash = config_hash(cfg)
     cols = {**config_columns(cfg), "config_hash": chash}
     runs = with_constants(pd.DataFrame(rows), cols)
@@ -327,4 +347,4 @@ def run_job(cfg: RunBase, progress=None) -> JobResult:
         name: pd.concat(frames, ignore_index=True).assign(config_hash=chash)
         for name, frames in extra.items()
     }
-    return JobResult(runs, trajectory, chash, time.perf_counter() - t0, extra)
+    return JobResult(runs, trajectory, chash, time.perf_counter() - t0, extra, arrays)
