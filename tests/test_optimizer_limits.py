@@ -190,6 +190,8 @@ def test_kkt_residual_known_answers():
     assert float(linf_ball_residual(torch.zeros_like(G), G, lam)) == 1.0
     assert float(linf_ball_residual(-vertex, G, lam)) == pytest.approx(2.0)
     assert float(linf_ball_residual(vertex, torch.zeros_like(G), lam)) == 0.0
+    # outside the ball the gap reads below 0: the violation lambda ||W||_max - 1 counts
+    assert float(linf_ball_residual(3 * vertex, G, lam)) == pytest.approx(2.0)
 
 
 def test_summary_counts_the_seeds_closer_to_the_limit():

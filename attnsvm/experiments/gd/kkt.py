@@ -3,13 +3,17 @@ attnsvm/train/step_rules.py): AdamW with decoupled decay lambda reaches, where f
 converges, a KKT point of min L(W) s.t. ||W||_max <= 1/lambda (Xie & Li 2024).
 
 Per checkpoint it is measured by ``lam_w_max`` = lambda ||W||_max (<= 1 inside the ball, 1 on
-its boundary) and ``kkt_linf``, the Frank-Wolfe gap of the problem over its largest value:
+its boundary) and ``kkt_linf``, the larger of the Frank-Wolfe gap of the problem over its
+largest value and the ball's violation:
 
-    kkt_linf = max_{||V||_max <= 1/lambda} <G, W - V> / (||G||_1 / lambda)
+    gap      = max_{||V||_max <= 1/lambda} <G, W - V> / (||G||_1 / lambda)
              = 1 + lambda <G, W> / ||G||_1,     G = dL/dW (full batch),
+    kkt_linf = max(|gap|, lambda ||W||_max - 1),
 
-0 exactly at a KKT point (-G in the normal cone of the ball at W), in [0, 2] inside the ball,
-scale-free (a vanishing gradient does not read as converged); 0 where G = 0.
+0 exactly at a KKT point (W in the ball and -G in its normal cone at W); inside the ball the
+gap lies in [0, 2] and is the residual; outside it the gap can fall below 0, so the violation
+counts instead. Scale-free (a vanishing gradient does not read as converged); the gap is 0
+where G = 0.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ def linf_ball_residual(W: torch.Tensor, G: torch.Tensor, lam: float) -> torch.Te
     g1 = G.abs().flatten(-2).sum(-1)
     inner = (G * W).flatten(-2).sum(-1)
     safe = torch.where(g1 > 0, g1, torch.ones_like(g1))
-    return torch.where(g1 > 0, 1 + lam * inner / safe, torch.zeros_like(g1))
+    gap = torch.where(g1 > 0, 1 + lam * inner / safe, torch.zeros_like(g1))
+    return torch.maximum(gap.abs(), lam * W.abs().flatten(-2).max(-1).values - 1)
 
 
 RESIDUALS = {"max": linf_ball_residual}  # the ball's norm -> its KKT residual
