@@ -19,7 +19,7 @@ from attnsvm.config import ConfigError, OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments.gd import limits
 from attnsvm.experiments.gd.kkt import linf_ball_residual
-from attnsvm.experiments.gd.summary import closer_line, Columns
+from attnsvm.experiments.gd.summary import Columns, closer_line
 from attnsvm.train import kernel
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.loop import autograd_loss_and_grads, loss_and_grad_w, train
@@ -227,8 +227,8 @@ def _mp_gradient(inst, W):
 
 def _saturated(scale):
     inst = make_instances(DatasetConfig(n=3, T=4, d=3), [0])
-    from attnsvm.svm import solve as svm
     from attnsvm.config import SolverConfig
+    from attnsvm.svm import solve as svm
 
     sol = svm.w_mm(inst.X[0].numpy(), inst.Z[0].numpy(), inst.opt[0].numpy(), SolverConfig())
     return inst, torch.tensor(scale * sol.W)[None]  # every margin >= scale

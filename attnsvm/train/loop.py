@@ -23,6 +23,7 @@ from attnsvm.config.schema import OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import Instances
 from attnsvm.train.batchops import dot_last, elementwise, matmul, sum_last
 from attnsvm.train.heads import LinearHead
+from attnsvm.train.minibatch import minibatches
 from attnsvm.train.state import (  # noqa: F401  (re-exported: the loop's public names)
     INIT_SEED_OFFSET,
     Params,
@@ -30,7 +31,6 @@ from attnsvm.train.state import (  # noqa: F401  (re-exported: the loop's public
     checkpoint_steps,
     init_params,
 )
-from attnsvm.train.minibatch import minibatches
 from attnsvm.train.step_rules import make_optimizer
 
 
@@ -225,9 +225,7 @@ def _empty_trajectory(ckpts, R, n, d, like_t, train_head) -> Trajectory:
     )
 
 
-def _loss_and_grads(
-    p: Params, inst, head, pcfg, with_loss: bool, kind=Loss.logistic, weights=None
-):
+def _loss_and_grads(p: Params, inst, head, pcfg, with_loss: bool, kind=Loss.logistic, weights=None):
     """Loss (penalty included for (K,Q)), softmax, gradients and their per-seed norms by
     parameter name ("W", "p", or "K" and "Q"); norms["c"] is dL/df for a trained head."""
     W = p.attention_matrix()

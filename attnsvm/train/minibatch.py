@@ -37,7 +37,9 @@ class Minibatches:
 
     def weights(self) -> torch.Tensor:
         """(R, n) count_i * n / B for the next step: 1 on average, 0 for a sequence not drawn."""
-        counts = torch.stack([torch.bincount(self.draw(g), minlength=self.n) for g in self.generators])
+        counts = torch.stack(
+            [torch.bincount(self.draw(g), minlength=self.n) for g in self.generators]
+        )
         return counts.to(**self.like) * (self.n / self.B)
 
 
