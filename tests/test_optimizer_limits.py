@@ -247,10 +247,21 @@ def test_every_engine_gradient_at_saturation_against_the_stable_form():
     assert _rel(exact[0].numpy(), want) < 1e-10  # torch engine: every rule but fused ngd/gd
     _, _, auto, _ = autograd_loss_and_grads(Params(W=W.clone()), inst, head, None)
     assert _rel(auto["W"][0].numpy(), want) > 1e-6  # the published form: lost to cancellation
-    if kernel.library() is None:  # the fused engine (ngd, gd) where its extension is built
-        return
+
+
+def test_fused_engine_gradient_at_saturation_against_the_stable_form():
+    """The C kernel (ngd, gd): one gd step of lr 1e12 from a saturated W returns its gradient
+    as (W0 - W1) / lr, to a relative 1e-27 / 1e-12 of rounding in W0 (|W0| ~ 25)."""
+    if kernel.library() is None:
+        pytest.skip("the fused extension is not built here (no C compiler at install)")
     from attnsvm.train.fused import train_fused
 
-    traj = train_fused(inst, head, ParameterizationConfig(), OptimizerConfig(steps=1),
-                       Params(W=W.clone()))  # fmt: skip
-    assert float(traj.grad_norm[0, 0]) == pytest.approx(np.linalg.norm(want), rel=1e-10)
+    inst, W = _saturated(25.0)
+    lr = 1e12
+    traj = train_fused(
+        inst, LinearHead(inst), ParameterizationConfig(),
+        OptimizerConfig(kind="gd", lr=lr, steps=1, checkpoint_every=1), Params(W=W.clone()),
+    )  # fmt: skip
+    want = _mp_gradient(inst, W)
+    assert _rel(((W[0] - traj.W[-1, 0]) / lr).numpy(), want) < 1e-9
+    assert float(traj.grad_norm[0, 0]) == pytest.approx(np.linalg.norm(want), rel=1e-12)
