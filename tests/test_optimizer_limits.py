@@ -19,7 +19,7 @@ from attnsvm.config import ConfigError, OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments.gd import limits
 from attnsvm.experiments.gd.kkt import linf_ball_residual
-from attnsvm.experiments.gd.summary import Columns, closer_line
+from attnsvm.experiments.gd.summary import Columns, closer_line, gd_summary_text
 from attnsvm.train import kernel
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.loop import autograd_loss_and_grads, loss_and_grad_w, train
@@ -265,3 +265,20 @@ def test_fused_engine_gradient_at_saturation_against_the_stable_form():
     want = _mp_gradient(inst, W)
     assert _rel(((W[0] - traj.W[-1, 0]) / lr).numpy(), want) < 1e-9
     assert float(traj.grad_norm[0, 0]) == pytest.approx(np.linalg.norm(want), rel=1e-12)
+
+
+def test_signum_and_adamw_jobs_report_against_their_limits():
+    short = ["seeds=2", "optimizer.steps=60", "optimizer.checkpoint_every=20"]
+    signum = attnsvm.run_job(attnsvm.compose(["optimizer=signum", *short]))
+    assert set(signum.runs.limit) == {"max-norm SVM"}
+    text = gd_summary_text(signum.runs, 1.0)
+    assert "convergence measured against: max-norm SVM" in text
+    assert "closer to max-norm SVM than to W^mm (final corr): " in text
+    adamw = attnsvm.run_job(
+        attnsvm.compose(["optimizer=adamw", "optimizer.weight_decay=1", *short])
+    )
+    runs, traj = adamw.runs, adamw.trajectory
+    assert set(runs.limit) == {"l_inf-ball KKT point"}
+    assert {"lam_w_max", "kkt_linf"} <= set(runs) and {"lam_w_max", "kkt_linf"} <= set(traj)
+    np.testing.assert_allclose(runs.corr_limit, 1 - runs.kkt_linf)
+    assert "final kkt_linf" in gd_summary_text(runs, 1.0)
