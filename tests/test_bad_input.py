@@ -33,7 +33,10 @@ BAD = [
     (["optimizer.steps=0"], ["optimizer.steps", "integers >= 1"]),
     (["optimizer.checkpoint_every=0"], ["optimizer.checkpoint_every", "integers >= 1"]),
     (["optimizer.eps=-1e-3"], ["optimizer.eps", "floats >= 0"]),
-    (["optimizer.kind=adamw"], ["optimizer.kind", "ngd", "gd", "md", "sign", "adam", "spectral"]),
+    (
+        ["optimizer.kind=adagrad"],
+        ["optimizer.kind", "ngd", "gd", "md", "sign", "adam", "signum", "adamw"],
+    ),
     (["optimizer=md", "optimizer.p=0.5"], ["optimizer.p", "floats > 1"]),
     (["solver.norms=[fro,l0.5]"], ["solver.norms", "l<p> with p >= 1"]),
     (["optimizer=md", "parameterization=kq"], ["optimizer.kind=md", "parameterization=w"]),

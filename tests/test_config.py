@@ -28,7 +28,8 @@ GROUP_OPTIONS = {
         "digits",
     ],  # fmt: skip
     "parameterization": ["w", "kq", "p"],
-    "optimizer": ["ngd", "gd", "md", "md175", "md2", "md3", "sign", "adam", "spectral", "polyak"],
+    "optimizer": ["ngd", "gd", "md", "md175", "md2", "md3", "sign", "adam", "spectral", "polyak"]
+    + ["signum", "adamw"],
     "solver": ["ipm", "clarabel", "scs"],
     "head": ["linear", "relu", "lambda"],
     "metrics": ["default"],

@@ -72,7 +72,8 @@ def _check_help(text: str) -> None:
     header, rest = text.split("== Configuration groups ==")
     section = rest.split("== Config ==")[0]
     groups = {line.split(":")[0] for line in section.splitlines() if ": " in line}
-    assert groups - {"sweeps/rank_shape", "sweeps/rankdyn_shape"} == set(GROUPS.split()), section
+    variants = {"sweeps/rank_shape", "sweeps/rankdyn_shape", "sweeps/geometry_adam_variant"}
+    assert groups - variants == set(GROUPS.split()), section
     assert "base_" not in section, section
     flat = " ".join(header.split())
     for name in builtin_names():

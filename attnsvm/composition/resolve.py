@@ -129,6 +129,7 @@ def train_engine(run: RunBase) -> Engine | None:
         Parameterization.w if parameterization is None else parameterization.kind,
         getattr(run, "loss", Loss.logistic),
         Gradient.exact if optimizer is None else optimizer.gradient,
+        None if optimizer is None else optimizer.fused_unfit(),
     )
 
 

@@ -43,7 +43,20 @@ def w_only_optimizers(run) -> None:
         raise ConfigError(
             f"optimizer.kind={kind.value} steps one matrix W; got "
             f"parameterization={run.parameterization.kind.value}: set parameterization=w, "
-            f"or choose optimizer.kind in ngd, gd, sign, adam, spectral"
+            f"or choose optimizer.kind in ngd, gd, sign, signum, adam, spectral"
+        )
+
+
+def minibatch_fits(run) -> None:
+    """A minibatch drawn without replacement holds at most the n sequences of a seed."""
+    if not _has(run, "optimizer", "dataset"):
+        return
+    B, n = run.optimizer.minibatch, run.dataset.n
+    if B is not None and n is not None and not run.optimizer.replacement and B > n:
+        raise ConfigError(
+            f"optimizer.minibatch={B} is invalid: accepted values are null or integers in [1, "
+            f"{n}] (dataset.n={n} sequences, drawn without replacement); or set "
+            "optimizer.replacement=true"
         )
 
 
@@ -161,6 +174,7 @@ def plugin_kwargs(run) -> None:
 
 RULES = (
     w_only_optimizers,
+    minibatch_fits,
     p_model,
     published_starts,
     dataset_rules,

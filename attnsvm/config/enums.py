@@ -50,6 +50,15 @@ class Optimizer(str, Enum):
     adam = "adam"  # torch.optim.Adam's update (optimizer.betas, optimizer.eps)
     spectral = "spectral"  # W <- W - lr U V^T for g = U S V^T: the spectral-norm geometry
     polyak = "polyak"  # GD with the Polyak step lr * L(W) / ||g||^2
+    signum = "signum"  # W <- W - lr sign(m), m a momentum average (optimizer.beta): l_inf
+    adamw = "adamw"  # Adam with decoupled weight decay (optimizer.weight_decay): l_inf ball
+
+
+class Schedule(str, Enum):
+    """The learning rate over the steps t = 0, 1, ... (every step rule; docs/geometry.md)."""
+
+    constant = "constant"  # lr at every step
+    poly = "poly"  # lr * (t + 2)^(-a), a = optimizer.decay_a (Zhang, Zou, Cao 2024)
 
 
 class Gradient(str, Enum):
@@ -60,7 +69,8 @@ class Gradient(str, Enum):
     # masked tokens to cancellation once the softmax saturates; in float32 it is then exactly 0
 
 
-W_ONLY_OPTIMIZERS = (Optimizer.md, Optimizer.polyak)  # defined for one matrix W (as published)
+W_ONLY_OPTIMIZERS = (Optimizer.md, Optimizer.polyak, Optimizer.adamw)  # defined for one matrix W
+# (as published; adamw: its limit is a KKT point of a problem in W)
 
 
 class Backend(str, Enum):

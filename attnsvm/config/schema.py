@@ -19,6 +19,7 @@ from attnsvm.config.constraints import (
     BuiltinOrPath,
     Interval,
     NoneOr,
+    Options,
     Rule,
     Satisfies,
     Several,
@@ -36,6 +37,7 @@ from attnsvm.config.enums import (
     Init,
     Optimizer,
     Parameterization,
+    Schedule,
 )
 
 CONF_MODULE = "attnsvm.conf"  # the config groups Hydra composes (the repository's conf/)
@@ -137,6 +139,12 @@ class OptimizerConfig:
     normalize: bool = True  # md: step lr g / (||g||_q + eps), q = p / (p - 1), as published
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # adam
     gradient: Gradient = Gradient.exact  # exact (hand-written) | autograd (published form)
+    beta: float = 0.99  # signum: m <- beta m + (1 - beta) g
+    weight_decay: float = 0.0  # adamw: lambda of the decoupled decay W <- W (1 - lr lambda)
+    schedule: str = Schedule.constant.value  # constant | poly: lr (t + 2)^(-decay_a)
+    decay_a: float = 0.5  # schedule=poly: the exponent a
+    minibatch: int | None = None  # sequences per step (null: all n, full batch)
+    replacement: bool = False  # minibatch drawn with replacement (else without)
 
     CONSTRAINTS: ClassVar = {
         "kind": BuiltinOrPath(Optimizer),
@@ -145,6 +153,11 @@ class OptimizerConfig:
         "eps": NON_NEGATIVE,
         "checkpoint_every": _ints(1),
         "betas": Several(_unit("left"), 2),
+        "beta": _unit("left"),
+        "schedule": Options(Schedule),  # a str, so a bad value is a ConfigError naming them
+        "weight_decay": NON_NEGATIVE,
+        "decay_a": Interval(float, 0, 1, closed="right"),
+        "minibatch": NoneOr(_ints(1)),
     }
     RULES: ClassVar = (
         Rule(
@@ -152,7 +165,36 @@ class OptimizerConfig:
             "floats > 1 for optimizer=md (p = 1 has no mirror map), >= 1 otherwise",
             lambda c: c.p > 1 if c.kind == Optimizer.md else c.p >= 1,
         ),
+        Rule(
+            "weight_decay",
+            "floats > 0 for optimizer=adamw (its l_inf ball has radius 1/lambda), 0 otherwise",
+            lambda c: c.weight_decay > 0 if c.kind == Optimizer.adamw else c.weight_decay == 0,
+        ),
+        Rule(
+            "decay_a",
+            "0.5 (the default) unless optimizer.schedule=poly, which reads it",
+            lambda c: c.schedule == Schedule.poly or c.decay_a == 0.5,
+        ),
+        Rule(
+            "replacement",
+            "false unless optimizer.minibatch is set (a full batch draws nothing)",
+            lambda c: c.minibatch is not None or not c.replacement,
+        ),
+        Rule(
+            "minibatch",
+            "null with optimizer.gradient=autograd (the published form is full-batch)",
+            lambda c: c.minibatch is None or c.gradient == Gradient.exact,
+        ),
     )
+
+    def fused_unfit(self) -> str | None:
+        """Why the fused C kernel cannot train this step rule's schedule or minibatches (it
+        steps with a constant lr on every sequence), or None (attnsvm/train/engine_choice.py)."""
+        if self.schedule != Schedule.constant:
+            return f"optimizer.schedule={self.schedule} (it needs constant)"
+        if self.minibatch is not None:
+            return f"optimizer.minibatch={self.minibatch} (it needs null, the full batch)"
+        return None
 
     def __post_init__(self) -> None:
         self.kind = builtin_or_path(self.kind, Optimizer)

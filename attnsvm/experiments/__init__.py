@@ -71,6 +71,8 @@ from attnsvm.svm.norm_names import FEASIBILITY
 OPTIONAL_READS = {  # key -> the values that mean "not used"
     "head.train": (False,),
     "optimizer.gradient": ("exact",),
+    "optimizer.schedule": ("constant",),  # the training loop's lr schedule and minibatches
+    "optimizer.minibatch": (None,),
     "solver.norms": ([FEASIBILITY], list(DEFAULT_NORMS)),  # the oracle alone, the default
     "parameterization.p": (False,),  # the p-model (parameterization=p)
 }

@@ -33,12 +33,15 @@ def resolve_engine(
     parameterization: Parameterization = Parameterization.w,
     loss: Loss = Loss.logistic,
     gradient: Gradient = Gradient.exact,
+    optimizer_unfit: str | None = None,
 ) -> Engine | None:
     """The engine that trains: ``auto`` is ``fused`` where it applies, else ``torch``; None
     for a job that trains nothing (``train=false``).
 
     The kernel covers GD/NGD on W or (K,Q) with the linear and ReLU heads in float64 on the
-    CPU (masks included); the regularization path's projected GD runs in torch. Asking for
+    CPU (masks included), full batch at a constant lr (``optimizer_unfit``: the step rule's
+    own reason otherwise, OptimizerConfig.fused_unfit); the regularization path's projected GD
+    runs in torch. Asking for
     ``fused`` elsewhere is a ConfigError naming what does not fit.
     """
     if not trains:
@@ -65,6 +68,7 @@ def resolve_engine(
             f"optimizer.gradient={getattr(gradient, 'value', gradient)} "
             "(it computes the exact one)",
         ),
+        (optimizer_unfit is not None, optimizer_unfit),
     ]
     why = [reason for broken, reason in unfit if broken]
     if not why and kernel.library() is None:

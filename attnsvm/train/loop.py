@@ -23,6 +23,7 @@ from attnsvm.config.schema import OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import Instances
 from attnsvm.train.batchops import dot_last, elementwise, matmul, sum_last
 from attnsvm.train.heads import LinearHead
+from attnsvm.train.minibatch import minibatches
 from attnsvm.train.state import (  # noqa: F401  (re-exported: the loop's public names)
     INIT_SEED_OFFSET,
     Params,
@@ -71,10 +72,12 @@ def loss_and_grad_w(
 
 
 def loss_and_grads(
-    W: torch.Tensor, inst: Instances, head, with_loss: bool = True, loss=Loss.logistic
+    W: torch.Tensor, inst: Instances, head, with_loss: bool = True, loss=Loss.logistic, weights=None
 ):
     """``loss_and_grad_w`` and dL/df (R, n), what a trained head's gradient is made of.
-    Scores use the keys ``inst.K`` (x~ = M x for the p-model), the head the tokens X."""
+    Scores use the keys ``inst.K`` (x~ = M x for the p-model), the head the tokens X.
+    ``weights`` (R, n): a minibatch's per-sequence weights on dL/df (attnsvm/train/minibatch.py);
+    the loss stays the full batch's."""
     K, Y, Z = inst.K, inst.Y, inst.Z
     n = K.shape[1]
     s = softmax_probs(W, K, Z, getattr(inst, "mask", None))
@@ -83,6 +86,8 @@ def loss_and_grads(
     value, slope = LOSSES[Loss(loss)]
     total = sum_last(value(margin)) / n if with_loss else None  # (R,)
     c = -Y * slope(margin) / n  # (R, n) dL/df_i
+    if weights is not None:
+        c = c * weights
     G = c.unsqueeze(-1) * s * head.centred_values(s)  # (R, n, T) dL/da_it
     u = matmul(G.unsqueeze(-2), K).squeeze(-2)  # (R, n, d) sum_t G_it x~_it
     grad = matmul(u.transpose(-1, -2), Z)  # (R, d, d) sum_i u_i z_i^T
@@ -141,10 +146,12 @@ def train(
     ckpts = checkpoint_steps(ocfg.steps, ocfg.checkpoint_every)
     rec = _empty_trajectory(ckpts, R, n, d, inst.X, train_head)
     c, C, told = 0, len(ckpts), 0
+    batches = minibatches(ocfg, inst.seeds, n, inst.X)
     for k in range(ocfg.steps + 1):
         at_ckpt = c < C and ckpts[c] == k
+        weights = None if batches is None else batches.weights()
         value, s, grads, norms = _step_grads(
-            p, inst, head, pcfg, ocfg, loss, v, at_ckpt or needs_loss
+            p, inst, head, pcfg, ocfg, loss, v, at_ckpt or needs_loss, weights
         )
         if at_ckpt:
             _record(rec, c, p, value, s, norms, names, v)
@@ -160,15 +167,17 @@ def train(
     return rec
 
 
-def _step_grads(p: Params, inst: Instances, head, pcfg, ocfg, loss: Loss, v, full: bool):
+def _step_grads(
+    p: Params, inst: Instances, head, pcfg, ocfg, loss: Loss, v, full: bool, weights=None
+):
     """(value, s, grads, norms) at the current parameters: autograd's, or the hand-written
-    gradient (``full``: also the loss and the norms a checkpoint records); with a trained
-    head (``v`` not None) also v's gradient and its norm."""
+    gradient (``full``: also the loss and the norms a checkpoint records; ``weights``: a
+    minibatch's); with a trained head (``v`` not None) also v's gradient and its norm."""
     if ocfg.gradient == Gradient.autograd:
         return autograd_loss_and_grads(p, inst, head, pcfg, loss, v)
     if v is not None:
         head = LinearHead(inst, v)
-    value, s, grads, norms = _loss_and_grads(p, inst, head, pcfg, full, loss)
+    value, s, grads, norms = _loss_and_grads(p, inst, head, pcfg, full, loss, weights)
     if v is not None:
         grads["v"] = grad_v(inst, s, norms.pop("c"))
         norms["v"] = frob(grads["v"].unsqueeze(-1))
@@ -216,11 +225,11 @@ def _empty_trajectory(ckpts, R, n, d, like_t, train_head) -> Trajectory:
     )
 
 
-def _loss_and_grads(p: Params, inst, head, pcfg, with_loss: bool, kind=Loss.logistic):
+def _loss_and_grads(p: Params, inst, head, pcfg, with_loss: bool, kind=Loss.logistic, weights=None):
     """Loss (penalty included for (K,Q)), softmax, gradients and their per-seed norms by
     parameter name ("W", "p", or "K" and "Q"); norms["c"] is dL/df for a trained head."""
     W = p.attention_matrix()
-    loss, s, gW, c = loss_and_grads(W, inst, head, with_loss, kind)
+    loss, s, gW, c = loss_and_grads(W, inst, head, with_loss, kind, weights)
     if p.W is not None:
         return loss, s, {"W": gW}, {"W": frob(gW), "c": c}
     if p.p is not None:  # dL/dp = sum_i sum_t G_it x~_it, column 0 of dL/dW (z_i = e_1)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from attnsvm.config.checks import ConfigError
-from attnsvm.config.enums import Optimizer
+from attnsvm.config.enums import Optimizer, Schedule
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import OptimizerConfig
 from attnsvm.train.batchops import matmul, sum_last
@@ -136,6 +136,39 @@ class Adam:
         return X - step_size * (self.m / denom)
 
 
+class AdamW(Adam):
+    """torch.optim.AdamW's update: the decoupled decay X <- X (1 - lr lambda) (lambda =
+    ``optimizer.weight_decay``), then Adam's step. Xie & Li (2024): where full-batch AdamW
+    converges, it reaches a KKT point of min L s.t. ||W||_max <= 1/lambda (``kkt_ball``)."""
+
+    svm_norm = "max"  # the SVM solved beside its own limit, for comparison
+    kkt_ball = "max"  # its limit: a KKT point of min L over the max-norm ball of radius 1/lambda
+
+    def __init__(self, cfg: OptimizerConfig):
+        super().__init__(cfg)
+        self.weight_decay = cfg.weight_decay
+
+    def update(self, X: torch.Tensor, G: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
+        return super().update(X * (1 - self.lr * self.weight_decay), G, grad_norm)
+
+
+class Signum:
+    """X - lr sign(m), m <- beta m + (1 - beta) G (m(0) = 0, ``optimizer.beta``): sign descent
+    on a momentum average. Proven for linear models to reach the l_inf max margin at any batch
+    size (Baek, Song, Yun 2025), so its limit is the max-norm SVM."""
+
+    svm_norm = "max"
+
+    def __init__(self, cfg: OptimizerConfig):
+        self.lr, self.beta, self.m = cfg.lr, cfg.beta, None
+
+    def update(self, X: torch.Tensor, G: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
+        if self.m is None:
+            self.m = torch.zeros_like(X)
+        self.m = self.m.lerp(G, 1 - self.beta)
+        return X - self.lr * torch.sign(self.m)
+
+
 class Polyak:
     """GD with the Polyak step X - lr (L(X) - L*) / ||G||^2 G (Vasudeva et al.), L* the
     infimum of the loss (train.loss_floor: the best one-hot attention; 0 for a trained head);
@@ -162,7 +195,44 @@ OPTIMIZERS = {
     Optimizer.spectral: SpectralDescent,
     Optimizer.adam: Adam,
     Optimizer.polyak: Polyak,
+    Optimizer.signum: Signum,
+    Optimizer.adamw: AdamW,
 }
+
+# optimizer.schedule -> the factor of lr at step t = 0, 1, ... (None: lr at every step)
+SCHEDULES = {
+    Schedule.constant: None,
+    Schedule.poly: lambda t, a: (t + 2) ** (-a),  # Zhang, Zou, Cao (2024): Adam -> l_inf margin
+}
+
+
+class Scheduled:
+    """A step rule whose ``lr`` follows ``optimizer.schedule``: before step t it is set to
+    lr * factor(t, decay_a); everything else is the rule's own (``needs_loss`` included)."""
+
+    def __init__(self, rule, cfg: OptimizerConfig):
+        self.rule, self.base, self.a, self.t = rule, cfg.lr, cfg.decay_a, 0
+        self.factor = SCHEDULES[cfg.schedule]
+
+    def __getattr__(self, name: str):
+        return getattr(self.rule, name)
+
+    def update(self, X, G, grad_norm, **extra) -> torch.Tensor:
+        self.rule.lr = self.base * self.factor(self.t, self.a)
+        self.t += 1
+        return self.rule.update(X, G, grad_norm, **extra)
+
+
+def rule_class(kind):
+    """The built-in step rule's class, or a plug-in's factory (None where it does not import
+    here): where a rule's declarations (``svm_norm``, ``limit_norm``, ``kkt_ball``) are read."""
+    return OPTIMIZERS.get(kind) or _plugin(kind)
+
+
+def kkt_ball(cfg: OptimizerConfig) -> str | None:
+    """The norm whose ball of radius 1/``optimizer.weight_decay`` the rule's limit is a KKT
+    point in (AdamW: "max"), declared as ``kkt_ball``; None for a rule whose limit is an SVM."""
+    return getattr(rule_class(cfg.kind), "kkt_ball", None)
 
 
 def limit_norm(cfg: OptimizerConfig) -> str:
@@ -170,7 +240,7 @@ def limit_norm(cfg: OptimizerConfig) -> str:
     ``limit_norm(cfg)`` where it depends on the config); a plug-in declares it the same way on
     its factory (``make.svm_norm = "max"``), else Frobenius. An experiment that compares a trained
     W with its limit solves this SVM whatever ``solver.norms`` lists."""
-    rule = OPTIMIZERS.get(cfg.kind) or _plugin(cfg.kind)
+    rule = rule_class(cfg.kind)
     if hasattr(rule, "limit_norm"):
         return rule.limit_norm(cfg)
     return getattr(rule, "svm_norm", "fro")
@@ -186,7 +256,20 @@ def _plugin(path: str):
 
 
 def make_optimizer(cfg: OptimizerConfig):
-    """The configured step rule for one parameter tensor: a built-in, or your factory's."""
+    """The configured step rule for one parameter tensor: a built-in, or your factory's; under
+    a schedule other than constant, wrapped to set its ``lr`` before every step (``Scheduled``:
+    a rule without ``lr`` cannot follow one)."""
     if cfg.kind in OPTIMIZERS:
-        return OPTIMIZERS[cfg.kind](cfg)
-    return load_object(cfg.kind, "optimizer.kind")(cfg)
+        rule = OPTIMIZERS[cfg.kind](cfg)
+    else:
+        rule = load_object(cfg.kind, "optimizer.kind")(cfg)
+    if SCHEDULES[cfg.schedule] is None:
+        return rule
+    if not hasattr(rule, "lr"):
+        raise ConfigError(
+            f"optimizer.schedule={cfg.schedule} sets the step rule's lr at every step, and "
+            f"optimizer.kind={getattr(cfg.kind, 'value', cfg.kind)} has none: accepted values of "
+            "optimizer.schedule for it: "
+            "constant"
+        )
+    return Scheduled(rule, cfg)

@@ -57,7 +57,14 @@ EXPERIMENT = Experiment(
     Run=RunConfig,
     check=check_memory,  # a batch that cannot fit is refused at composition (memory.py)
     # the options of the shared groups only it reads (attnsvm/composition/rules.py)
-    reads=("head.train", "optimizer.gradient", "solver.norms", "parameterization.p"),
+    reads=(
+        "head.train",
+        "optimizer.gradient",
+        "optimizer.schedule",
+        "optimizer.minibatch",
+        "solver.norms",
+        "parameterization.p",
+    ),
     # its job hash held multitoken's and regpath's groups at their defaults from before each
     # experiment had its own job config: kept, so every gd sweep keeps its identity (resume)
     hash_legacy=LEGACY_GROUPS,

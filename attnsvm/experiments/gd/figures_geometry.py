@@ -5,6 +5,8 @@
   ratio gamma_N(W) / gamma_N* and of corr(W, W^mm_N), rows step rules, columns norms, where
   the theory's pairing is outlined; ``geometry_table.csv``.
 * ``+sweeps=geometry_d``: the same pairing as d grows (one panel per step rule).
+* ``+sweeps=geometry_adam`` (variants of one rule, batch sizes): also ``geometry_adam_table.csv``
+  (figures_variants.py).
 * ``+sweeps=mirror`` / ``mirror_joint`` (mirror descent): the Bregman divergence of each
   p-path to the l1.75-, l2- and l3-SVMs against iterations, mean over seeds, as published;
   ``mirror_table.csv``.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 
@@ -24,7 +27,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnsvm.config.schema import OptimizerConfig  # noqa: E402
+from attnsvm.config.checks import builtin_or_path  # noqa: E402
+from attnsvm.config.enums import Optimizer  # noqa: E402
+from attnsvm.experiments.gd.figures_variants import has_variants, variant_table  # noqa: E402
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 from attnsvm.svm import norms  # noqa: E402
 from attnsvm.train.step_rules import limit_norm  # noqa: E402
@@ -40,8 +45,10 @@ def rule_label(runs: pd.DataFrame) -> pd.Series:
 
 def predicted(optimizer: str, p: float) -> str:
     """The norm (column suffix) the step rule's geometry is predicted to pick: its own
-    declaration (``svm_norm`` / ``limit_norm`` in attnsvm/train/step_rules.py)."""
-    return norms.column(limit_norm(OptimizerConfig(kind=optimizer, p=float(p))))
+    declaration (``svm_norm`` / ``limit_norm`` in attnsvm/train/step_rules.py); read off the
+    rule, not a config (a rule's other keys, as adamw's lambda, need not be at hand)."""
+    kind = builtin_or_path(optimizer, Optimizer)
+    return norms.column(limit_norm(SimpleNamespace(kind=kind, p=float(p))))
 
 
 def _pairs(table: pd.DataFrame) -> set[tuple[str, str]]:
@@ -155,7 +162,11 @@ def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> li
     table.to_csv(out / "geometry_table.csv", index=False)
     name = "geometry_d.png" if table.d.nunique() > 1 else "geometry.png"
     (d_figure if table.d.nunique() > 1 else heatmaps)(table, out / name)
-    return [out / "geometry_table.csv", out / name]
+    made = [out / "geometry_table.csv", out / name]
+    if has_variants(runs):  # +sweeps=geometry_adam: a row per variant and batch size
+        variant_table(runs).to_csv(out / "geometry_adam_table.csv", index=False)
+        made.append(out / "geometry_adam_table.csv")
+    return made
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,7 +7,9 @@ SVM, spectral descent -> the spectral-norm SVM; GD, NGD, Polyak -> W^mm), as the
 it (``svm_norm`` / ``limit_norm`` in attnsvm/train/step_rules.py); a trained head -> the relaxed
 SVM (margin 1 only where the head's SVM is tight) in the rule's entrywise norm (the relaxed
 lp-SVM for lp mirror descent, the Frobenius one otherwise). It is measured at the tokens GD
-selected.
+selected. A rule whose limit is a KKT point of a norm-ball problem (AdamW: ``kkt_ball``) is
+measured against it instead (gd/kkt.py): ``corr_limit`` is then 1 - kkt_linf, and a seed is
+converged when kkt_linf <= metrics.epsilon, saturated or not (the ball bounds the scores).
 
 The limit is resolved, not configured: a trained job solves its step rule's SVM whether
 ``solver.norms`` lists it or not (``solved_norms``; as (K,Q) always gets the nuclear SVM), so
@@ -28,6 +30,7 @@ import numpy as np
 from attnsvm import metrics
 from attnsvm.config.enums import Optimizer, Parameterization
 from attnsvm.config.schema import SolverConfig
+from attnsvm.experiments.gd.kkt import LABEL as KKT_LABEL
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 from attnsvm.svm.norm_names import FEASIBILITY, lp_exponent, norm_names
@@ -132,6 +135,9 @@ def classify(cfg, inst, traj, r: int, curves: dict, at_sel: dict) -> dict:
     own = limit_column(cfg, {k.removeprefix("corr_") for k in curves})
     curve = curves[f"corr_{own}"]
     smin = float(traj.softmax_min_max[-1, r])
+    name = label(own, cfg)
+    if "kkt_linf" in curves:  # a KKT point inside a ball: reached without saturating (kkt.py)
+        curve, smin, name = 1 - curves["kkt_linf"], 1.0, KKT_LABEL
     start = metrics.window_start(traj.steps, mcfg.window)
     stalled = cfg.optimizer.kind == Optimizer.ngd and traj.grad_norm[-1, r] < cfg.optimizer.eps
     moving = metrics.still_moving(
@@ -145,7 +151,7 @@ def classify(cfg, inst, traj, r: int, curves: dict, at_sel: dict) -> dict:
         "share_selected_opt": float(np.mean(sel == opt)),  # sequences whose selected is opt
         "locally_optimal": local_opt,
         "conv_type": conv,
-        "limit": label(own, cfg),
+        "limit": name,
         "corr_limit": float(curve[-1]),
         **moving,
         "gap_shrink": metrics.gap_shrink(curve, start),

@@ -26,6 +26,7 @@ from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.gd.artifacts import batch_arrays, join_batches
 from attnsvm.experiments.gd.diverged import diverged_tables
+from attnsvm.experiments.gd.kkt import kkt_curves
 from attnsvm.experiments.gd.limits import classify
 from attnsvm.experiments.gd.svms import (
     opt_svm_columns,
@@ -46,11 +47,14 @@ from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Trajectory, train
 
 
-def analyse_seed(cfg: RunBase, inst: Instances, traj: Trajectory, r: int, svms: tuple):
+def analyse_seed(
+    cfg: RunBase, inst: Instances, traj: Trajectory, r: int, svms: tuple, kkt: dict | None = None
+):
     """Every metric of seed ``r`` against its SVMs at alpha = opt and alpha = GD-selected tokens.
 
     ``svms`` = (SVMs at opt, SVMs at the selected tokens or None where they are opt), solved
-    for the whole batch in one call beforehand (``solve_svm_sets``)."""
+    for the whole batch in one call beforehand (``solve_svm_sets``); ``kkt``: the batch's (C, R)
+    KKT curves where the step rule's limit is a KKT point (gd/kkt.py)."""
     mcfg = cfg.metrics
     opt = inst.opt[r].cpu().numpy()
     Ws = traj.W[:, r].cpu().double().numpy()  # (C, d, d)
@@ -68,6 +72,7 @@ def analyse_seed(cfg: RunBase, inst: Instances, traj: Trajectory, r: int, svms: 
 
     columns = {norms.column(name): name for name in at_opt}
     curves, fixed = seed_curves(cfg, inst, traj, r, Ws, (at_opt, at_sel))
+    curves.update({k: c[:, r] for k, c in (kkt or {}).items()})
     fro_sel = at_sel["fro"]
     grad_final = float(traj.grad_norm[-1, r])
     smin = float(traj.softmax_min_max[-1, r])
@@ -293,9 +298,10 @@ def analyse_batch(cfg: RunBase, inst: Instances, traj: Trajectory, report=None):
     if report is not None:
         report.start_analysis()
     rows, trajs, extra = [], [], {}
+    kkt = kkt_curves(cfg, inst, traj)
 
     def analysed(share: list[int]) -> list[tuple]:
-        return [analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r))) for r in share]
+        return [analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)), kkt) for r in share]
 
     shares = shares_of(seeds, cfg.threads)  # forked processes (attnsvm/parallel.py)
     hear = None if report is None else lambda k: report.analysed(len(shares[k]))

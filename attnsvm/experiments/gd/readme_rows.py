@@ -190,6 +190,11 @@ SWEEPS = [
         (("vs d", "geometry_d.png"),),
     ),
     Published(
+        "geometry_adam",
+        "geometry_adam: Signum's β, Adam's decay exponent a, AdamW's λ and batch size B against "
+        "their proven limits (n=6, T=8, d=10, 20 seeds)",
+    ),
+    Published(
         "mirror",
         "mirror: lp mirror descent, p=1.75/2/3, Bregman divergence to the lp-SVMs (100 seeds; "
         "N(0,1) and zero init)",

@@ -120,8 +120,24 @@ def limit_line(cols: Columns) -> list[str]:
         return []
     names = ", ".join(sorted(_counts(cols["limit"])))
     corr = _mean(cols["corr_limit"])
-    shown = "no feasible seed" if math.isnan(corr) else f"corr mean {corr:.4f}"
-    return [f"  convergence measured against: {names} ({shown})"]
+    what = "1 - kkt_linf" if "kkt_linf" in cols else "corr"
+    shown = "no feasible seed" if math.isnan(corr) else f"{what} mean {corr:.4f}"
+    return [f"  convergence measured against: {names} ({shown})", *closer_line(cols, names)]
+
+
+def closer_line(cols: Columns, names: str) -> list[str]:
+    """Where the limit is an SVM other than W^mm: how many seeds end closer to it than to W^mm
+    (final corr with it above corr_fro); with a KKT limit, its columns (gd/kkt.py)."""
+    if "kkt_linf" in cols:
+        lam, kkt = cols["lam_w_max"], cols["kkt_linf"]
+        return [
+            f"  final lambda ||W||_max: {_mean_min(lam)}; final kkt_linf: mean "
+            f"{_mean(kkt):.4f}, max {-_min(-_floats(kkt)):.4f} (0 at a KKT point)"
+        ]
+    if names == "W^mm" or "corr_fro" not in cols or "," in names:
+        return []
+    closer = np.nan_to_num(_floats(cols["corr_limit"]), nan=-2) > _floats(cols["corr_fro"])
+    return [f"  closer to {names} than to W^mm (final corr): {int(closer.sum())}/{len(cols)} seeds"]
 
 
 def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
