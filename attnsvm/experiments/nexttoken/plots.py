@@ -2,11 +2,13 @@
 
     python -m attnsvm.aggregate outputs/sweeps/nexttoken_global  # figures + table there
 
-``nexttoken_curves.png``: like the published figures, mean ± std over instances against
-iterations of 1 - corr(W, W^svm), 1 - corr(W, W^fin + R W^svm), 1 - corr(W^svm, W - Pi_S W),
-1 - corr(W, local graph-SVM) (log scale, top) and ||Pi_S W - W^fin|| (bottom), one column per
-parameterization and graph kind (at d=8, K=6 when the sweep holds it); where mean - std < 0
-the band's floor is drawn at mean / 10 (log axis).
+``nexttoken_curves.png``: against iterations, the median over instances and the band from
+its 10 % to its 90 % quantile (a log axis: a band of the values themselves, never mean - std
+below them) of 1 - corr(W, W^svm), 1 - corr(W, W^fin + R W^svm), 1 - corr(W^svm, W - Pi_S W),
+1 - corr(W, local graph-SVM) (top), and ||Pi_S W - W^fin|| (bottom, mean ± std), one column
+per parameterization and graph kind (at d=8, K=6 when the sweep holds it). Series equal at
+every instance and iteration (on the global notebook's instances all four are) are drawn once,
+labelled with all their names.
 ``nexttoken_sweep.png`` (sweeps over d or K): the final correlations (mean ± std over ok
 instances) and the share of instances whose final attention selects the global graph's tokens
 and whose direction reached the global graph-SVM (corr >= 1 - metrics.epsilon), against d or K.
@@ -20,6 +22,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
@@ -31,6 +34,7 @@ CURVES = {
     "corr_local_svm": "local graph-SVM",
 }
 GROUP = ["parameterization", "dataset.graphs", "nexttoken.loss"]
+STYLES = ["-", "--", "-.", ":"]  # one per series: drawn over each other, each still visible
 
 
 def load(sweep_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -64,6 +68,26 @@ def _pick(traj: pd.DataFrame) -> pd.DataFrame:
     return traj[(traj.d == d) & (traj["dataset.K"] == K)]
 
 
+def same_series(sub: pd.DataFrame, names) -> list[list[str]]:
+    """``names`` grouped by equal values in every row of ``sub`` (NaN equal to NaN), in order:
+    series drawn on top of each other are drawn once, with every name in their label."""
+    groups: list[list[str]] = []
+    for name in names:
+        col = sub[name].to_numpy(dtype=float)
+        for group in groups:
+            if np.array_equal(sub[group[0]].to_numpy(dtype=float), col, equal_nan=True):
+                group.append(name)
+                break
+        else:
+            groups.append([name])
+    return groups
+
+
+def quantile_band(err: pd.Series, step: pd.Series) -> pd.DataFrame:
+    """Median, 10 % and 90 % quantiles of ``err`` per step (columns 0.5, 0.1, 0.9)."""
+    return err.groupby(step).quantile([0.1, 0.5, 0.9]).unstack()
+
+
 def curves_figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
     ok = runs.loc[runs.status == "ok", ["config_hash", "seed"]]
     traj = _pick(traj.merge(ok, on=["config_hash", "seed"]))
@@ -76,12 +100,11 @@ def curves_figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(2, len(panels), figsize=(4.6 * len(panels), 7), squeeze=False)
     for j, (key, sub) in enumerate(panels):
         ax = axes[0, j]
-        for name, label in CURVES.items():
-            err = (1 - sub[name]).groupby(sub.step)
-            mean, std = err.mean(), err.std().fillna(0)
-            ax.plot(mean.index, mean.values, label=label)
-            low = (mean - std).where(mean - std > 0, mean / 10)  # log axis: floor at mean / 10
-            ax.fill_between(mean.index, low, mean + std, alpha=0.15)
+        for k, group in enumerate(same_series(sub, CURVES)):
+            q = quantile_band(1 - sub[group[0]], sub.step)
+            label = " = ".join(CURVES[name] for name in group)
+            line = ax.plot(q.index, q[0.5].values, STYLES[k % len(STYLES)], label=label)[0]
+            ax.fill_between(q.index, q[0.1], q[0.9], alpha=0.15, color=line.get_color())
         title = ", ".join(map(str, key))
         ax.set(yscale="log", title=f"{title} ({sub.seed.nunique()} ok)", xlabel="iterations")
         ax.grid(alpha=0.4)
@@ -93,7 +116,7 @@ def curves_figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
         )
         axes[1, j].set(xlabel="iterations")
         axes[1, j].grid(alpha=0.4)
-    axes[0, 0].set_ylabel("1 - corr (mean ± std over instances)")
+    axes[0, 0].set_ylabel("1 - corr (median, 10–90 % over instances)")
     axes[1, 0].set_ylabel(r"$\|\Pi_S W - W^{fin}\|$")
     save_figure(fig, path)
 
