@@ -137,3 +137,41 @@ def test_the_benign_bench_case_names_the_default_job_it_ran():
 
     (label,) = json.loads(BENCH.read_text())["experiments"]["benign"]
     assert f"(n={Config().n}, d={Config().d})" in label, label
+
+
+def test_publish_keep_timing_copies_tables_and_keeps_the_published_wall(tmp_path):
+    """A sweep re-run on a shared machine: its tables are published, its wall stays the one
+    timed before, and the README's sentence says which tables were made again and when."""
+    from test_docs import _fake_sweep
+
+    from attnsvm.results import publish
+
+    results = tmp_path / "results"
+    first = _fake_sweep(tmp_path / "a", "tiny", [(1_800_000_000.0, 2.0, 4)])
+    assert publish.main([str(first), "--results", str(results)]) == 0
+    again = _fake_sweep(tmp_path / "b", "tiny", [(1_900_000_000.0, 99.0, 4)])
+    (again / "summary" / "table.csv").write_text("d,x\n4,0.75\n")
+    assert publish.main([str(again), "--results", str(results), "--keep-timing"]) == 0
+    record = json.loads((results / readme.SWEEPS_JSON).read_text())["tiny"]
+    assert record["wall"] == 2.0 and record["date"] == "2027-01-15"
+    assert record["tables_date"] == "2030-03-17"
+    assert (results / "tiny_table.csv").read_text() == "d,x\n4,0.75\n"
+    sentence = " ".join(readme.walls_sentence(results).split())
+    assert "Tables made again since their sweep was timed" in sentence
+    assert "tiny (2030-03-17)" in sentence
+    unknown = _fake_sweep(tmp_path / "c", "new", [(1_800_000_000.0, 2.0, 4)])
+    assert publish.main([str(unknown), "--results", str(results), "--keep-timing"]) == 2
+
+
+def test_experiments_md_local_counts_are_the_published_summarys():
+    """docs/experiments.md's local table: global / local / other / not converged per run are
+    docs/results/local_summary.csv's counts (every convergence class, not converged too)."""
+    text = (REPO / "docs" / "experiments.md").read_text()
+    with open(RESULTS / "local_summary.csv", newline="") as f:
+        rows = {r["parameterization"]: r for r in csv.DictReader(f)}
+    assert "global / local / other / not converged |" in text
+    for run, kind in (("W", "w"), ("(K,Q)", "kq")):
+        (line,) = [ln for ln in text.splitlines() if ln.startswith(f"| {run} | corr(")]
+        counts = line.rstrip(" |").rsplit("|", 1)[-1].split("/")
+        classes = ("global", "local", "other", "not_converged")
+        assert [int(c) for c in counts] == [int(rows[kind][k]) for k in classes], line
