@@ -265,7 +265,9 @@ def fixture_cases(name: str) -> list[tuple[str, dict]]:
 def grid(name: str) -> tuple[dict[str, list], list[dict]]:
     """The sweep file's params (key -> values) and its grid points (key -> value)."""
     params = {k: parse_values(v) for k, v in sweep_params(name).items()}
-    points = [dict(zip(params, combo, strict=True)) for combo in itertools.product(*params.values())]
+    points = [
+        dict(zip(params, combo, strict=True)) for combo in itertools.product(*params.values())
+    ]
     return params, points
 
 

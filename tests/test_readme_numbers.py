@@ -11,10 +11,9 @@ import json
 import re
 import shutil
 
-from conftest import REPO
-
 from attnsvm.bench.readme import README_MARKERS, readme_table
 from attnsvm.results import readme
+from conftest import REPO
 
 BLOCKS = {"walls": readme.WALL_MARKERS, "headlines": readme.HEADLINE_MARKERS}
 BLOCKS["speed"] = README_MARKERS

@@ -20,7 +20,6 @@ import pandas as pd  # noqa: E402
 
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
-
 CURVE_KEYS = ["parameterization", "d", "attention"]  # always named in a curve's label
 
 
@@ -58,7 +57,9 @@ def figure(traj: pd.DataFrame, path: Path, keys: list[str] = CURVE_KEYS) -> None
         keep = g.size() >= 0.5 * sub.seed.nunique()  # radii where most seeds are not frozen
         mean = g.median()[keep]
         svm_name = "$W^{mm}_*$" if kind == "kq" else "$W^{mm}$"
-        named = "".join(f", {k.rsplit('.', 1)[-1]}={v}" for k, v in zip(keys[3:], more, strict=True))
+        named = "".join(
+            f", {k.rsplit('.', 1)[-1]}={v}" for k, v in zip(keys[3:], more, strict=True)
+        )
         label = f"{kind}, d={d}, {att}{named}: 1 - corr(., {svm_name})"
         ax.plot(mean.index, mean.values, "-o" if kind == "w" else "--s", ms=3, label=label)
     ax.set(xscale="log", yscale="log", xlabel="R", ylabel="1 - corr (median over seeds)")
