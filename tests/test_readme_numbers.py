@@ -174,3 +174,25 @@ def test_experiments_md_local_counts_are_the_published_summarys():
         counts = line.rstrip(" |").rsplit("|", 1)[-1].split("/")
         classes = ("global", "local", "other", "not_converged")
         assert [int(c) for c in counts] == [int(rows[kind][k]) for k in classes], line
+
+
+def test_experiments_md_overparam_counts_are_the_published_summarys():
+    """docs/experiments.md's overparam table: per d, the feasible, global, local, other and not
+    converged counts of docs/results/overparam_summary.csv."""
+    text = (REPO / "docs" / "experiments.md").read_text()
+    with open(RESULTS / "overparam_summary.csv", newline="") as f:
+        rows = {r["d"]: r for r in csv.DictReader(f)}
+    lines = text.split("## overparam", 1)[1].splitlines()
+    (head,) = [ln for ln in lines if ln.startswith("| d |")]
+    ds = [c.strip() for c in head.strip("|").split("|")[1:]]
+    labels = {
+        "W^mm at opt feasible": "feasible",
+        "global": "global",
+        "local": "local",
+        "other": "other",
+        "not converged": "not_converged",
+    }
+    for label, col in labels.items():
+        (line,) = [ln for ln in lines if ln.startswith(f"| {label} |")]
+        cells = [c.strip() for c in line.strip("|").split("|")[1:]]
+        assert cells == [rows[d][col] for d in ds], label
