@@ -8,7 +8,9 @@ own table such as ``multitoken_table.csv`` under its name) and records the sweep
 docs/results/sweeps.json: jobs, seed runs, the sum of the jobs' seconds and the wall time, first
 job start to last job end, from each job's ``job.json`` (``started``, ``seconds``), with the
 date, CPU model and core count of the machine. A sweep that has unfinished or failed jobs, or
-whose summary is older than its jobs, is refused.
+whose summary is older than its jobs, is refused. ``--keep-timing`` copies the tables alone and
+keeps the timing already published (a re-run on a machine shared with other work, whose wall
+would not be the sweep's).
 
 With ``--readme`` the README's experiment table and its headline-numbers table are rewritten
 between their markers from docs/results/ alone (readme.py: a row per sweep each experiment
@@ -106,15 +108,26 @@ def summary_tables(sweep_dir: Path) -> dict[str, Path]:
     return tables
 
 
-def publish(sweep_dirs: list[str | Path], results_dir: str | Path = RESULTS) -> dict:
+def publish(
+    sweep_dirs: list[str | Path], results_dir: str | Path = RESULTS, keep_timing: bool = False
+) -> dict:
     """Copy each sweep's tables into ``results_dir`` and merge its timing into sweeps.json;
-    returns the whole sweeps.json record. Checks every sweep before writing anything."""
+    returns the whole sweeps.json record. Checks every sweep before writing anything.
+
+    ``keep_timing``: the tables only; each sweep keeps the timing sweeps.json holds (a re-run
+    on a machine shared with other work, or resumed, whose wall is not the sweep's), and
+    ``tables_date`` says when its tables were made."""
     results_dir = Path(results_dir)
+    record = load_sweeps(results_dir, missing_ok=True)
     plans = []
     for sweep_dir in map(Path, sweep_dirs):
-        plans.append((sweep_dir.name, sweep_timing(sweep_dir), summary_tables(sweep_dir)))
+        timing = sweep_timing(sweep_dir)
+        if keep_timing:
+            if sweep_dir.name not in record:
+                raise PublishError(f"--keep-timing: {sweep_dir.name} has no timing to keep")
+            timing = {**record[sweep_dir.name], "tables_date": timing["date"]}
+        plans.append((sweep_dir.name, timing, summary_tables(sweep_dir)))
     results_dir.mkdir(parents=True, exist_ok=True)
-    record = load_sweeps(results_dir, missing_ok=True)
     for name, timing, tables in plans:
         for published, path in tables.items():
             shutil.copyfile(path, results_dir / published)
@@ -133,12 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--results", type=Path, default=RESULTS, help="results folder (default docs/results)"
     )
+    parser.add_argument(
+        "--keep-timing",
+        action="store_true",
+        help="copy the tables only, keeping each sweep's published timing (a re-run on a "
+        "shared or loaded machine, or resumed: its wall would not be the sweep's)",
+    )
     args = parser.parse_args(argv)
     if not args.sweep_dirs and not args.readme:
         parser.error("give sweep directories, --readme, or both")
     try:
         if args.sweep_dirs:
-            record = publish(args.sweep_dirs, args.results)
+            record = publish(args.sweep_dirs, args.results, args.keep_timing)
             for d in args.sweep_dirs:
                 s = record[d.name]
                 print(

@@ -84,6 +84,13 @@ def walls_sentence(results_dir: str | Path = RESULTS, untimed: bool = False) -> 
         "sweep's tables and timing to [docs/results/](docs/results/) and rewrites this table's "
         "`wall` column and the headline numbers below from those files."
     )
+    remade = [f"{n} ({s['tables_date']})" for n, s in load_sweeps(results_dir).items()
+              if "tables_date" in s]  # fmt: skip
+    if remade:
+        text += (
+            " Tables made again since their sweep was timed (on a machine shared with other "
+            f"work: `python -m attnsvm.publish --keep-timing`): {', '.join(remade)}."
+        )
     if untimed:
         text += (
             f" A wall of {NO_WALL}: no timing of the sweep in docs/results/{SWEEPS_JSON}; its "

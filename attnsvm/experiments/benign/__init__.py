@@ -45,7 +45,7 @@ def bench_cases(quick: bool) -> dict:
     from .bench import bench_benign
 
     r = bench_benign(quick)
-    return {f"two_token, default job (n=20, d=400), {r['steps']} steps": r}
+    return {f"two_token, default job (n={r['n']}, d={r['d']}), {r['steps']} steps": r}
 
 
 def run_job(*args, **kwargs):

@@ -34,8 +34,9 @@ def _train(cfg: Config, seeds: list[int]) -> float:
 
 
 def bench_benign(quick: bool) -> dict:
-    """The default two_token job (n=20, d=400), 50 steps (100 full), one thread: R seeds
-    batched vs a few one at a time; the same numbers either way (tests/test_benign.py)."""
+    """The default two_token job (its n and d: Config's defaults, returned), 50 steps (100
+    full), one thread: R seeds batched vs a few one at a time; the same numbers either way
+    (tests/test_benign.py)."""
     R, alone = (8, 2) if quick else (32, 4)
     cfg = Config(steps=50 if quick else 100, test=200)
     with limit_threads(1):
@@ -44,6 +45,7 @@ def bench_benign(quick: bool) -> dict:
         one = sum(_train(cfg, [s]) for s in range(alone))
         wall = time.perf_counter() - t0
     out = {"batched": R / batched, "alone": alone / one, "seeds": R, "steps": cfg.n_steps}
+    out |= {"n": cfg.n, "d": cfg.d}  # the case's label names them (never a stale copy)
     return {**out, "ratio": out["batched"] / out["alone"], "wall": wall}
 
 

@@ -5,8 +5,9 @@ by plots.py for the gd sweeps that are not max-margin examples, digits or geomet
   vs d over feasible instances, one line per (n, T); the feasibility rate beside it;
 * ``curves``: a few trained config points: softmax saturation, corr and 1 - corr vs iteration
   (mean +- std; median and 10-90 % band on the log scale), W vs (K,Q);
-* ``convergence``: trained over several d: stacked global / local / other shares and the
-  feasibility rate of the SVM at opt vs d;
+* ``convergence``: trained over several d: stacked shares of the seeds whose SVM at opt is
+  feasible by convergence type (global / local / other / not converged), and of the infeasible
+  seeds (no SVM to converge to: their own class, never "not converged"), vs d;
 * ``paths_T{T}``: 2-D path data (figures_paths.py).
 """
 
@@ -25,6 +26,7 @@ import seaborn as sns  # noqa: E402
 
 from attnsvm.experiments.gd.figures_paths import PARAM_LABEL, paths_figures  # noqa: E402
 from attnsvm.figures.files import save, theme  # noqa: E402
+from attnsvm.metrics import CONV_TYPES  # noqa: E402
 
 PARAM_COLOR = {"w": "tab:blue", "kq": "tab:red"}
 MAX_CURVE_POINTS = 8  # more config points than this get no per-iteration figure
@@ -46,7 +48,8 @@ def draw_all(sweep, summary: pd.DataFrame, out: Path) -> list[Path]:
             written += save(rank_figure(summary, sweep.keys), out, "rank")
     else:
         if several_d:
-            written += save(convergence_figure(summary, sweep.keys), out, "convergence")
+            shares = convergence_shares(runs, summary)
+            written += save(convergence_figure(shares, sweep.keys), out, "convergence")
         traj = gd_trajectory(sweep)
         curves = {"softmax_max", "corr_fro", "corr_nuc"} <= set(traj.columns)
         if summary.config_hash.nunique() <= MAX_CURVE_POINTS and curves and not traj.empty:
@@ -116,22 +119,41 @@ def rank_figure(summary: pd.DataFrame, keys: list[str]):
     return fig
 
 
-def convergence_figure(summary: pd.DataFrame, keys: list[str]):
+COLORS = {  # convergence classes of the stacked bars, bottom to top
+    "global": "tab:green",
+    "local": "tab:orange",
+    "other": "tab:gray",
+    "not_converged": "tab:red",
+    "infeasible": "lightgray",
+}
+
+
+def convergence_shares(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary's rows with ``<kind>_share`` of each convergence type over the seeds whose
+    SVM at opt is feasible (as gd's summary line counts them), and ``infeasible_share``: an
+    infeasible seed has no SVM direction to converge to and is counted apart."""
+    out = summary.copy()
+    feasible = runs.feasible.astype(bool) if "feasible" in runs else pd.Series(True, runs.index)
+    point = runs.config_hash
+    seeds = point.value_counts()
+    for kind in CONV_TYPES:
+        hits = ((runs.conv_type == kind) & feasible).groupby(point).sum()
+        out[f"{kind.replace(' ', '_')}_share"] = out.config_hash.map(hits / seeds)
+    out["infeasible_share"] = out.config_hash.map((~feasible).groupby(point).sum() / seeds)
+    return out
+
+
+def convergence_figure(shares: pd.DataFrame, keys: list[str]):
     """Stacked shares of runs converging to the global SVM, a local SVM, neither, or not
-    converged by the end of training, vs d; the feasibility rate of the SVM at opt on top. One
-    panel per config point of the other keys (summaries from before "not converged": three)."""
+    converged by the end of training, of the seeds whose SVM at opt is feasible, and the share
+    of infeasible seeds, vs d (``convergence_shares``); the feasibility rate of the SVM at opt on
+    top. One panel per config point of the other keys."""
     panel_keys = [k for k in keys if k != "d"]
-    panels = list(summary.groupby(panel_keys))
+    panels = list(shares.groupby(panel_keys))
     cols = min(len(panels), 2)
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(9.5 * cols, 4.8 * rows), squeeze=False)
-    colors = {
-        "global": "tab:green",
-        "local": "tab:orange",
-        "other": "tab:gray",
-        "not_converged": "tab:red",
-    }
-    kinds = [k for k in colors if f"{k}_share" in summary]
+    kinds = [k for k in COLORS if f"{k}_share" in shares]
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for ax, (values, g) in zip(axes.flat, panels, strict=False):
@@ -139,7 +161,10 @@ def convergence_figure(summary: pd.DataFrame, keys: list[str]):
         bottom = np.zeros(len(g))
         for kind in kinds:
             label = kind.replace("_", " ")
-            ax.bar(g.d, g[f"{kind}_share"], bottom=bottom, color=colors[kind], label=label)
+            label += " (no SVM at opt)" if kind == "infeasible" else " (feasible)"
+            hatch = "//" if kind == "infeasible" else None
+            ax.bar(g.d, g[f"{kind}_share"], bottom=bottom, color=COLORS[kind], hatch=hatch,
+                   label=label)  # fmt: skip
             bottom += g[f"{kind}_share"].to_numpy()
         contiguous = bool((np.diff(g.d.to_numpy()) == 1).all())  # no line through an unrun d
         style = "k-o" if contiguous else "ko"

@@ -2,8 +2,11 @@
 
 - ``rankdyn_time_<shape>.png``: median loss and eff_rank over seeds against t / log(1/alpha),
   one line per alpha < 1, one column per (parameterization, rule): do the curves collapse?
+  alpha = 1 has no such time (log(1/alpha) = 0): a note on the figure says it is not drawn;
 - ``rankdyn_sv_<shape>.png``: every singular value of K Q^T of the first seed against the step,
   at the smallest alpha, one panel per (parameterization, rule).
+
+Each figure's title names its shape (n, T, d).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ PARAM, RULE, ALPHA = "rankdyn.parameterization", "rankdyn.rule", "rankdyn.alpha"
 
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # the note below the axes included
     plt.close(fig)
     return path
 
@@ -31,8 +34,15 @@ def _panels(traj: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted({(p, r) for p, r in zip(traj[PARAM], traj[RULE], strict=True)})
 
 
+def _shape(traj: pd.DataFrame) -> str:
+    n, T, d = (traj[k].iloc[0] for k in ("n", "T", "d"))
+    return f"n={n}, T={T}, d={d}"
+
+
 def time_figure(traj: pd.DataFrame, path: Path) -> Path:
-    """Median loss and eff_rank against t / log(1/alpha), a line per alpha < 1."""
+    """Median loss and eff_rank against t / log(1/alpha), a line per alpha < 1; alpha >= 1
+    (no such time) named in a note."""
+    left_out = sorted(traj.loc[traj[ALPHA] >= 1, ALPHA].unique())
     traj = traj[(traj[ALPHA] < 1) & (traj.step > 0)]
     panels = _panels(traj)
     fig, axes = plt.subplots(2, len(panels), figsize=(3.6 * len(panels), 5.4), squeeze=False)
@@ -51,6 +61,11 @@ def time_figure(traj: pd.DataFrame, path: Path) -> Path:
             axes[i, j].set_ylabel(col)
         axes[1, j].set_xlabel("t / log(1/alpha)")
     axes[0, 0].legend(fontsize=7)
+    fig.suptitle(_shape(traj), fontsize=10)
+    if left_out:
+        alphas = ", ".join(f"alpha={a:g}" for a in left_out)
+        note = f"not drawn: {alphas} (t / log(1/alpha) is undefined there; see rankdyn_table.csv)"
+        fig.text(0.5, -0.01, note, ha="center", va="top", fontsize=8)
     return _save(fig, path)
 
 
@@ -68,6 +83,7 @@ def sv_figure(traj: pd.DataFrame, path: Path) -> Path:
             ax.plot(one.step, one[col].clip(lower=1e-18), lw=1, label=f"sigma_{k}")
         ax.set(xscale="log", yscale="log", xlabel="step", title=f"{param}, {rule}, alpha={alpha:g}")
     axes[0, 0].set_ylabel(f"singular values of K Q^T (seed {traj.seed.min()})")
+    fig.suptitle(_shape(traj), fontsize=10)
     return _save(fig, path)
 
 
