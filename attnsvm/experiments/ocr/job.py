@@ -40,6 +40,7 @@ def config_columns(cfg: Config) -> dict:
         cols[f"ocr.{f.name}"] = ",".join(map(str, value)) if isinstance(value, list) else value
     cols = {k: _plain(v) for k, v in cols.items()}
     cols |= {"ocr.rank": cfg.width, "ocr.lr": cfg.step_size, "ocr.weight_decay": cfg.decay}
+    cols["ocr.init_scale"] = cfg.scale  # the resolved defaults
     return {"d": cfg.d, **cols}
 
 

@@ -19,7 +19,7 @@ from .config import OV, Attention, Config, Init
 
 def init_params(cfg: Config, gens: list, dtype) -> dict[str, torch.Tensor]:
     """The trained tensors (R, ...) of each seed: q, and W (merged) or W_O, W_V (factorized)."""
-    d, r, s = cfg.d, cfg.width, cfg.init_scale
+    d, r, s = cfg.d, cfg.width, cfg.scale
     shapes = {"q": (d,)}
     shapes |= {"W": (d, d)} if cfg.ov == OV.merged else {"W_O": (d, r), "W_V": (r, d)}
     if cfg.init == Init.normal:

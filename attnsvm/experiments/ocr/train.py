@@ -39,10 +39,9 @@ class StepRuleState:
     def __call__(self, params: dict, grads: dict) -> None:
         cfg, lr = self.cfg, self.lr
         self.t += 1
-        if cfg.rule == StepRule.ngd:
-            sq = sum(g.flatten(1).square().sum(1) for g in grads.values())  # (R,)
-            scale = 1.0 / (sq.sqrt() + cfg.eps)
-            grads = {k: g * scale.view(-1, *[1] * (g.dim() - 1)) for k, g in grads.items()}
+        if cfg.rule == StepRule.ngd:  # each tensor along its own normalized gradient
+            grads = {k: g / (g.flatten(1).norm(dim=1) + cfg.eps).view(-1, *[1] * (g.dim() - 1))
+                     for k, g in grads.items()}  # fmt: skip
         for k, p in params.items():
             g = grads[k]
             if self.wd:
