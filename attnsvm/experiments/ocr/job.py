@@ -41,7 +41,7 @@ def config_columns(cfg: Config) -> dict:
     cols = {k: _plain(v) for k, v in cols.items()}
     cols |= {"ocr.rank": cfg.width, "ocr.lr": cfg.step_size, "ocr.weight_decay": cfg.decay}
     cols["ocr.init_scale"] = cfg.scale  # the resolved defaults
-    return {"d": cfg.d, **cols}
+    return {"ocr.d": cfg.d, **cols}
 
 
 def _spectrum(W: np.ndarray, rank_frac: float) -> dict:

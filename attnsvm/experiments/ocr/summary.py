@@ -16,7 +16,7 @@ def summary_text(runs: pd.DataFrame, seconds: float) -> str:
     head = (
         f"ocr: {_first(runs, 'ocr.ov')} W_OV (r={_first(runs, 'ocr.rank')}), "
         f"{_first(runs, 'ocr.attention')} attention, {_first(runs, 'ocr.rule')}, "
-        f"{_first(runs, 'ocr.names')} names, d={_first(runs, 'd')}: "
+        f"{_first(runs, 'ocr.names')} names, d={_first(runs, 'ocr.d')}: "
         f"{len(ok)}/{len(runs)} seeds ok in {seconds:.1f} s"
     )
     if ok.empty:
