@@ -16,7 +16,7 @@ from attnsvm.config.schema import SolverConfig
 from attnsvm.experiments import ocr
 from attnsvm.experiments.ocr import data, model, svm
 from attnsvm.experiments.ocr.config import Config
-from attnsvm.experiments.ocr.train import StepRuleState, train
+from attnsvm.experiments.ocr.train import StepRuleState
 from attnsvm.svm import solve as svm_solve
 from bits import assert_frames_identical
 

@@ -49,7 +49,10 @@ REFUSED = {  # overrides -> what the message says
     "nexttoken": ([*NT, "head=lambda"], "experiment=nexttoken does not read head"),
     "gd": (["icl.N=5"], "experiment=gd does not read icl.N (read by experiment=icl)"),
     "icl_train": (["experiment=icl", "train=false"], "experiment=icl does not read train"),
-    "ocr": (["experiment=ocr", "optimizer.lr=0.5"], "experiment=ocr reads ocr.lr, not optimizer.lr"),
+    "ocr": (
+        ["experiment=ocr", "optimizer.lr=0.5"],
+        "experiment=ocr reads ocr.lr, not optimizer.lr",
+    ),
     "ocr_T": (["experiment=ocr", "dataset.T=5"], "experiment=ocr reads ocr.T, not dataset.T"),
 }
 ACCEPTED = {  # its own keys, the groups it reads, the common run keys

@@ -93,8 +93,7 @@ class Config:
         Rule(
             "rank",
             "null with ocr.ov=merged; null or at most d (the vocabulary) with factorized",
-            lambda c: (c.rank is None)
-            or (c.ov == OV.factorized and c.rank <= c.d),
+            lambda c: (c.rank is None) or (c.ov == OV.factorized and c.rank <= c.d),
             lambda c: f"d = {c.d}",
         ),
         Rule(

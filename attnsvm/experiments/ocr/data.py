@@ -113,10 +113,16 @@ EVAL_SETS = {  # name -> (which names, relation)
 
 def eval_sets(gens: list, v: Vocab, cfg: Config, dtype) -> dict[str, Prompts]:
     """Fresh evaluation prompts per seed (its EVAL stream), ``eval_prompts`` of each set."""
-    span = {"all": (0, cfg.names), "train": (0, v.train_names), "heldout": (v.train_names, cfg.names)}
+    span = {
+        "all": (0, cfg.names),
+        "train": (0, v.train_names),
+        "heldout": (v.train_names, cfg.names),
+    }
     out = {}
     for key, (which, relation) in EVAL_SETS.items():
         lo, hi = span[which]
-        made = [_fill(g, v, cfg, _names(g, lo, hi, cfg.eval_prompts), relation, dtype) for g in gens]
+        made = [
+            _fill(g, v, cfg, _names(g, lo, hi, cfg.eval_prompts), relation, dtype) for g in gens
+        ]
         out[key] = Prompts(torch.stack([m[0] for m in made]), torch.stack([m[1] for m in made]))
     return out

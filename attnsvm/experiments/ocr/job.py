@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+import attnsvm.experiments.ocr.svm as svm
 from attnsvm.results.contract import JobResult
 from attnsvm.results.stack import with_constants
 from attnsvm.svm.status import seed_status
 
-from . import svm
 from .config import Config
 from .train import Record, train
 
@@ -83,7 +83,8 @@ def _seed_rows(cfg: Config, rec: Record, seeds: list[int], sols: dict) -> tuple[
         block = _spectrum(np.nan_to_num(M[-1, r]), cfg.rank_frac)  # its margins' norms
         row |= {
             f"margin_model_{k}": float(least[-1, r] / block[f"norm_{k}"])
-            if block[f"norm_{k}"] > 0 else None
+            if block[f"norm_{k}"] > 0
+            else None
             for k in ("fro", "nuc")
         }
         rows.append(row | svm_cols)

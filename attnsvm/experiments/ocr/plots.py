@@ -18,7 +18,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-SVM_LEVELS = {"heldout_acc_fro": ("Frobenius OV-SVM", ":"), "heldout_acc_nuc": ("nuclear OV-SVM", "--")}
+SVM_LEVELS = {
+    "heldout_acc_fro": ("Frobenius OV-SVM", ":"),
+    "heldout_acc_nuc": ("nuclear OV-SVM", "--"),
+}
 
 
 def _model(frame: pd.DataFrame) -> pd.Series:

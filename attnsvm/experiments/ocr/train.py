@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from . import data, model
+import attnsvm.experiments.ocr.data as data
+import attnsvm.experiments.ocr.model as model
+
 from .config import Config, StepRule
 
 
@@ -69,7 +71,7 @@ def evaluate(cfg: Config, params: dict, sets: dict[str, data.Prompts]) -> dict[s
 
 
 def train(cfg: Config, seeds: list[int], dtype=torch.float64) -> Record:
-    """Train seeds ``seeds`` together for cfg.steps steps, checkpoints every cfg.checkpoint_every."""
+    """Train ``seeds`` together for cfg.steps steps, a checkpoint every cfg.checkpoint_every."""
     v = data.vocab(cfg)
     gens = [data.generator(s, data.TRAIN) for s in seeds]
     params = model.init_params(cfg, gens, dtype)
