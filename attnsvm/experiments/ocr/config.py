@@ -48,29 +48,26 @@ class Config:
     than the paper's 80 names, 20 cities, 20 animals, 2000 steps (docs/ocr.md has the
     official settings as overrides)."""
 
-    names: int = 40
-    cities: int = 10
+    names: int = 40  # name n lives in city n mod cities
+    cities: int = 10  # the facts' answers
     animals: int = 10  # city c's animal is animal c mod animals
     noise: int = 5  # noise tokens; the vocabulary adds 2 relation tokens and EOS
     T: int = 16  # prompt length: name, relation, T - 3 noise tokens, EOS last
     train_frac: float = 0.25  # the first round(train_frac * names) names' implications train
-    ov: OV = OV.factorized
+    ov: OV = OV.factorized  # merged: one W_OV; factorized: W_O W_V, both trained
     rank: int | None = None  # factorized: the inner width r of W_O W_V (null: d)
-    attention: Attention = Attention.linear
-    init: Init = Init.identity
-    init_scale: float | None = None  # null: 1e-4 for adamw (the official start), 0.1 for gd and
-    #   ngd (the output is cubic in a start of 1e-4, which plain GD barely leaves in 1000 steps)
-    rule: StepRule = StepRule.adamw
+    attention: Attention = Attention.linear  # linear: h = q * counts (the paper's); softmax
+    init: Init = Init.identity  # identity: the official constant start; normal: scale N(0, 1)
+    init_scale: float | None = None  # null: 1e-4 for adamw (the official), 0.1 for gd and ngd
+    rule: StepRule = StepRule.adamw  # the step rule (docs/ocr.md)
     lr: float | None = None  # null: 5e-3 for adamw (the paper's), 1 for gd, 0.3 for ngd
     weight_decay: float | None = None  # decoupled (p -= lr wd p); null: 0.03 adamw, 0 else
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # adamw
     eps: float = 1e-8  # adamw's denominator; ngd's g / (||g|| + eps)
-    batch: int = 120  # prompts per step and seed: a third each of training facts, training
-    #   implications and the held-out names' facts
-    steps: int = 1000
-    checkpoint_every: int = 50
-    eval_prompts: int = 400  # fresh prompts per seed for each accuracy (facts, implications,
-    #   held-out implications)
+    batch: int = 120  # prompts per step and seed: thirds of facts, implications, held-out facts
+    steps: int = 1000  # training steps
+    checkpoint_every: int = 50  # steps between the trajectory's checkpoints
+    eval_prompts: int = 400  # fresh prompts per seed for each accuracy
     rank_frac: float = 0.01  # rank of W_OV: #{sigma_k > rank_frac * sigma_max}
 
     CONSTRAINTS: ClassVar = {
