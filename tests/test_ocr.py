@@ -206,6 +206,15 @@ def test_bad_keys_name_the_key_and_what_is_accepted(keys, message):
         Config(**keys)
 
 
+def test_a_device_other_than_the_cpu_is_refused():
+    """Its check (composition runs it; on a machine without CUDA the core refuses cuda first)."""
+    from attnsvm.config import ConfigError
+
+    with pytest.raises(ConfigError, match="device=cuda is invalid for experiment=ocr"):
+        ocr.EXPERIMENT.check(SimpleNamespace(device="cuda"))
+    ocr.EXPERIMENT.check(SimpleNamespace(device="cpu"))
+
+
 def test_summary_and_figures(tmp_path):
     keys = dict(**TINY, steps=20, checkpoint_every=10)
     parts = [ocr.run_job(_run(seeds=2, ov=ov, rank=r, **keys))

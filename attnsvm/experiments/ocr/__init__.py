@@ -13,6 +13,7 @@ for the second, the output-value twin of (K, Q) -> W^mm_* against W -> W^mm.
 
 from __future__ import annotations
 
+from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.experiments.experiment import Experiment
 from attnsvm.results.columns import Columns
 
@@ -50,6 +51,15 @@ def bench_cases(quick: bool) -> dict:
     return {f"factorized W_O W_V, AdamW at the defaults, {r['steps']} steps": r}
 
 
+def check(run) -> None:
+    """The device its training supports (its prompts and step rules run on the CPU)."""
+    if plain_name(run.device) != "cpu":
+        raise ConfigError(
+            f"device={plain_name(run.device)} is invalid for experiment=ocr (it trains on the "
+            f"cpu): accepted values are cpu"
+        )
+
+
 def run_job(*args, **kwargs):
     """job.py's ``run_job``, imported when called (its imports are heavy)."""
     from .job import run_job
@@ -80,6 +90,7 @@ EXPERIMENT = Experiment(
     config_group="ocr",
     figures=figures,
     columns=_COLUMNS,
+    check=check,
     fused_unfit="a token-count model with its own step rules, trained in its own batched loop",
     instead={
         "optimizer.kind": "ocr.rule",
