@@ -15,7 +15,7 @@ from attnsvm.bench.experiment_cases import experiment_benches
 from attnsvm.experiments import builtin_names, entry
 from conftest import REPO
 
-DECLARING = {"benign", "icl", "rankdyn"}
+DECLARING = {"benign", "icl", "ocr", "rankdyn"}
 
 
 def test_the_experiments_that_declare_cases_are_found_through_the_registry(monkeypatch):

@@ -33,7 +33,7 @@ GROUP_OPTIONS = {
     "solver": ["ipm", "clarabel", "scs"],
     "head": ["linear", "relu", "lambda"],
     "metrics": ["default"],
-    "experiment": ["gd", "rankdyn", "icl", "benign", "regpath", "multitoken", "nexttoken"],
+    "experiment": ["gd", "rankdyn", "icl", "benign", "regpath", "multitoken", "nexttoken", "ocr"],
 }
 
 

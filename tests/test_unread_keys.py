@@ -49,6 +49,11 @@ REFUSED = {  # overrides -> what the message says
     "nexttoken": ([*NT, "head=lambda"], "experiment=nexttoken does not read head"),
     "gd": (["icl.N=5"], "experiment=gd does not read icl.N (read by experiment=icl)"),
     "icl_train": (["experiment=icl", "train=false"], "experiment=icl does not read train"),
+    "ocr": (
+        ["experiment=ocr", "optimizer.lr=0.5"],
+        "experiment=ocr reads ocr.lr, not optimizer.lr",
+    ),
+    "ocr_T": (["experiment=ocr", "dataset.T=5"], "experiment=ocr reads ocr.T, not dataset.T"),
 }
 ACCEPTED = {  # its own keys, the groups it reads, the common run keys
     "rankdyn": ["experiment=rankdyn", "rankdyn.n=10", "solver.tol=1e-9"],
@@ -58,6 +63,7 @@ ACCEPTED = {  # its own keys, the groups it reads, the common run keys
     "multitoken": ["experiment=multitoken", "optimizer.lr=0.5", "head.lam=0.1"],
     "nexttoken": [*NT, "optimizer.lr=0.5", "metrics.epsilon=0.05", "solver.feas_tol=1e-5"],
     "gd": ["train=false", "loss=correlation", "metrics.delta=0.01"],
+    "ocr": ["experiment=ocr", "ocr.lr=0.5", "solver.tol=1e-9", "batch_size=3"],
 }
 # no row of these has a column of gd's groups or of another experiment's
 OWN_ONLY = {"rankdyn": ["rankdyn.steps=20"], "icl": ["icl.steps=10"], "benign": []}

@@ -43,6 +43,8 @@ SHORT = [
     "rankdyn.steps=400",
     "rankdyn.checkpoints=20",
     "benign.steps=40",
+    "ocr.steps=40",
+    "ocr.checkpoint_every=10",
 ]
 README = [  # the README's single-run examples that need no files of the user
     [],
