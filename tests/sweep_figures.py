@@ -135,6 +135,8 @@ def _is_number(value) -> bool:
 
 
 def _says(text: str, names: list[str], value) -> bool:
+    if value is None:  # a null value (minibatch=null: the full batch) is named null or None
+        return any(re.search(_named(alias) + r"[\s$}=:]{0,4}(null|None)", text) for alias in names)
     if isinstance(value, str):
         words = [value, *DISPLAY.get(value, [])]
         return any(re.search(_word(w), text) for w in words)
@@ -204,8 +206,8 @@ def point_columns(key: str, value) -> dict:
     cols = dict(flat)
     for k, v in flat.items():
         last = k.rsplit(".", 1)[-1]
-        if k.startswith(f"{key}.") and last == "kind":
-            cols[key] = v  # optimizer.kind -> the short column "optimizer"
+        if last == "kind":  # optimizer.kind -> the short column "optimizer" (also set by a
+            cols[k.rsplit(".", 1)[0]] = v  # sweep's own group in @package optimizer)
         if last in ("n", "T", "d"):
             cols[last] = v
     return cols

@@ -6,7 +6,7 @@
   the theory's pairing is outlined; ``geometry_table.csv``.
 * ``+sweeps=geometry_d``: the same pairing as d grows (one panel per step rule).
 * ``+sweeps=geometry_adam`` (variants of one rule, batch sizes): also ``geometry_adam_table.csv``
-  (figures_variants.py).
+  and ``geometry_adam.png`` (figures_variants.py).
 * ``+sweeps=mirror`` / ``mirror_joint`` (mirror descent): the Bregman divergence of each
   p-path to the l1.75-, l2- and l3-SVMs against iterations, mean over seeds, as published;
   ``mirror_table.csv``.
@@ -29,7 +29,11 @@ import pandas as pd  # noqa: E402
 
 from attnsvm.config.checks import builtin_or_path  # noqa: E402
 from attnsvm.config.enums import Optimizer  # noqa: E402
-from attnsvm.experiments.gd.figures_variants import has_variants, variant_table  # noqa: E402
+from attnsvm.experiments.gd.figures_variants import (  # noqa: E402
+    has_variants,
+    variant_figure,
+    variant_table,
+)
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 from attnsvm.svm import norms  # noqa: E402
 from attnsvm.train.step_rules import limit_norm  # noqa: E402
@@ -165,7 +169,8 @@ def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> li
     made = [out / "geometry_table.csv", out / name]
     if has_variants(runs):  # +sweeps=geometry_adam: a row per variant and batch size
         variant_table(runs).to_csv(out / "geometry_adam_table.csv", index=False)
-        made.append(out / "geometry_adam_table.csv")
+        variant_figure(runs, out / "geometry_adam.png")
+        made += [out / "geometry_adam_table.csv", out / "geometry_adam.png"]
     return made
 
 

@@ -54,3 +54,49 @@ def variant_table(runs: pd.DataFrame) -> pd.DataFrame:
         row.update({f"{c}_mean": g[c].mean() for c in MEANS if c in g})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# the optimizer keys each rule of the sweep reads: a variant's label names them all
+READS = {
+    "signum": ("lr", "beta"),
+    "adam": ("lr", "eps", "schedule", "decay_a"),
+    "adamw": ("lr", "eps", "weight_decay", "schedule", "decay_a"),
+}
+
+
+def variant_label(row: pd.Series) -> str:
+    """'adam lr=0.1 eps=1e-08 schedule=poly decay_a=0.5': the rule and every key it reads
+    (decay_a only under the poly schedule), so no two variants share a label."""
+    parts = [str(row["optimizer"])]
+    for key in READS.get(row["optimizer"], ("lr",)):
+        col = f"optimizer.{key}"
+        if col not in row or (key == "decay_a" and row.get("optimizer.schedule") != "poly"):
+            continue
+        parts.append(f"{key}={_text(row[col])}")
+    return " ".join(parts)
+
+
+def variant_figure(runs: pd.DataFrame, path) -> None:
+    """Per variant (a bar group) and batch size (a bar each: minibatch=null is the full
+    batch), the share of ok seeds whose final corr with the max-norm SVM exceeds their corr
+    with W^mm: the question each claim of the sweep asks."""
+    import matplotlib.pyplot as plt
+
+    from attnsvm.results.aggregate import save_figure
+
+    ok = runs[runs.status == "ok"].copy()
+    ok["variant"] = ok.apply(variant_label, axis=1)
+    ok["minibatch"] = ok.get("optimizer.minibatch", pd.Series(None, index=ok.index)).map(_text)
+    ok["closer"] = np.nan_to_num(ok.corr_max, nan=-2) > ok.corr_fro
+    share = ok.groupby(["variant", "minibatch"], sort=False).closer.mean().unstack()
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(share)), 4.5))
+    width = 0.8 / max(len(share.columns), 1)
+    for j, batch in enumerate(share.columns):
+        xs = np.arange(len(share)) + (j - (len(share.columns) - 1) / 2) * width
+        ax.bar(xs, share[batch].to_numpy(), width, label=f"minibatch={batch}")
+    ax.set_xticks(np.arange(len(share)), share.index, rotation=35, ha="right", fontsize=7)
+    ax.set_ylabel("seeds closer to the max-norm SVM than to $W^{mm}$")
+    ax.set_ylim(0, 1.05)
+    ax.legend(title="batch size (null: full batch)", fontsize=8)
+    ax.set_title("step-rule variants against the l_inf claims (geometry_adam)")
+    save_figure(fig, path)
