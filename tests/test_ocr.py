@@ -229,3 +229,24 @@ def test_summary_and_figures(tmp_path):
     assert written == ["ocr_corr.png", "ocr_heldout.png", "ocr_rank.png", "ocr_table.csv"]
     table = pd.read_csv(tmp_path / "ocr_table.csv")
     assert len(table) == 3 and (table.ok == 2).all()
+
+
+@pytest.mark.slow
+def test_a_sweep_has_the_same_bits_on_the_basic_and_the_local_launcher(tmp_path):
+    """Launchers change where a job runs, never its numbers: one seed per job in the sweep's
+    process (basic, batch_size=1) and two workers of the local pool give identical tables."""
+    from cli_helpers import assert_same_tables, run_cli
+
+    sweep = ["experiment=ocr", "ocr.ov=merged,factorized", "seeds=3", "ocr.steps=30"]
+    sweep += ["ocr.checkpoint_every=10"]
+    basic = run_cli(
+        *sweep, "hydra/launcher=basic", "batch_size=1", f"hydra.sweep.dir={tmp_path / 'basic'}",
+        multirun=True,
+    )  # fmt: skip
+    assert basic.returncode == 0, basic.stdout[-3000:]
+    local = run_cli(
+        *sweep, "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path / 'local'}", multirun=True
+    )
+    assert local.returncode == 0, local.stdout[-3000:]
+    assert "2 run, 0 skipped, 0 failed" in local.stdout, local.stdout[-3000:]
+    assert_same_tables(tmp_path / "basic", tmp_path / "local")

@@ -39,7 +39,19 @@ def installed_wheel(tmp_path_factory) -> Path:
     deps = Path(site.stdout.strip()) / "attnsvm_deps.pth"
     deps.write_text(sysconfig.get_paths()["purelib"] + "\n")
     wheel = next((tmp / "dist").glob("attnsvm-*.whl"))
-    _run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel, cwd=tmp)
+    # --force-reinstall: the attnsvm this environment has (seen through the .pth) is not this wheel
+    _run(
+        python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-index",
+        "--force-reinstall",
+        wheel,
+        cwd=tmp,
+    )
     return python
 
 

@@ -28,7 +28,8 @@ NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval", *ARTIFACT_KEYS)
 
 # Keys added after results were first written: at these defaults they change no number, so
 # they stay out of the hash and earlier sweeps keep their identities (resume, skip). Each data
-# set's own keys are so too (``hash_neutral_defaults`` of attnsvm/data/sets/).
+# set's own keys are so too (``hash_neutral_defaults`` of attnsvm/data/sets/), and those an
+# experiment's own Config lists in its ``HASH_NEUTRAL`` class attribute.
 HASH_NEUTRAL_DEFAULTS = {
     "parameterization": {"key_query": None},
     "head": {"kwargs": {}, "train": False},
@@ -47,8 +48,6 @@ HASH_NEUTRAL_DEFAULTS = {
     },
     "solver": {"norms": list(DEFAULT_NORMS)},
     "metrics": {"window": 0.5, "gap_shrink": 0.1},
-    # the hopeless-search rule: no search that reached its target met it at this default
-    "multitoken": {"min_rate": 1e-3},
     "": {"loss": "logistic"},  # run-level keys
 }
 
@@ -60,6 +59,10 @@ def hashed(cfg) -> dict:
     for k in NON_RESULT_KEYS:
         d.pop(k, None)
     neutral = {**HASH_NEUTRAL_DEFAULTS, "dataset": plain(hash_neutral_defaults())}
+    experiment = entry(cfg.experiment)
+    if experiment.group is not None:  # its own group's later keys (its Config's HASH_NEUTRAL)
+        own = getattr(experiment.Config, "HASH_NEUTRAL", {})
+        neutral[experiment.group] = {**neutral.get(experiment.group, {}), **own}
     for group, defaults in neutral.items():
         for k, default in defaults.items():
             where = d if group == "" else d.get(group)
@@ -67,7 +70,7 @@ def hashed(cfg) -> dict:
                 where.pop(k, None)
     if "engine" in d:
         d["engine"] = plain(train_engine(cfg))
-    d.update(copy.deepcopy(dict(entry(cfg.experiment).hash_legacy)))
+    d.update(copy.deepcopy(dict(experiment.hash_legacy)))
     return d
 
 

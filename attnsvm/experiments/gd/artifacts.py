@@ -85,6 +85,16 @@ def _draw(inst, r: int) -> tuple:
     return tuple(_numpy(t[r]) for t in (inst.X, inst.Y, inst.Z))
 
 
+def _or_nan(batch: dict, name: str, like: np.ndarray, axis: int) -> np.ndarray:
+    """The batch's array ``name``, or NaN for each of its seeds where it has none (an SVM no
+    seed of this batch solved, which another batch did): as svm_arrays fills one seed."""
+    if name in batch:
+        return batch[name]
+    shape = list(like.shape)
+    shape[axis] = len(batch["seeds"])
+    return np.full(shape, np.nan)
+
+
 def join_batches(cfg, batches: list[dict]) -> dict:
     """The job's arrays from its batches' (seeds concatenated), with ``meta``: the data set
     and what else rebuilds each seed's draw; {} with ``artifacts=false``, or when they would
@@ -93,12 +103,13 @@ def join_batches(cfg, batches: list[dict]) -> dict:
     if not batches:
         return {}
     out = {}
-    for name in batches[0]:
+    for name in dict.fromkeys(k for b in batches for k in b):  # every batch's, in order
+        like = next(b[name] for b in batches if name in b)
         if name == "steps":
-            out[name] = batches[0][name]
-        else:
-            axis = 1 if name in PER_CHECKPOINT else 0
-            out[name] = np.concatenate([b[name] for b in batches], axis=axis)
+            out[name] = like
+            continue
+        axis = 1 if name in PER_CHECKPOINT else 0
+        out[name] = np.concatenate([_or_nan(b, name, like, axis) for b in batches], axis=axis)
     out["meta"] = meta(
         experiment="gd",
         dataset=plain(cfg.dataset),
