@@ -29,7 +29,10 @@ def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> li
         from attnsvm.experiments.gd.figures_digits import figures as digits
 
         return digits(runs, traj, out)
-    geometry = runs.optimizer.nunique() > 1 or set(runs.optimizer) == {"md"}
+    from attnsvm.experiments.gd.figures_variants import has_variants
+
+    # step rules, mirror descent, or variants of one rule (+sweeps=geometry_adam)
+    geometry = runs.optimizer.nunique() > 1 or set(runs.optimizer) == {"md"} or has_variants(runs)
     if geometry and "conv_type" in runs:
         from attnsvm.experiments.gd.figures_geometry import figures as geometry
 
