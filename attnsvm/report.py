@@ -20,18 +20,27 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from attnsvm.results.store import JOB
 
 
 def summary_is_stale(sweep_dir: Path) -> bool:
-    """No summary yet, or a job.json changed after it was written."""
+    """No summary yet, or a job.json changed since the aggregation that wrote it began to read
+    (``prepared_summary`` dates summary.parquet back to that moment: a job that ended while the
+    sweep was being read is not in it). A change is a later mtime or ctime: an atomic write
+    renames a file written earlier into place, and the rename moves only its ctime."""
     summary = Path(sweep_dir) / "summary" / "summary.parquet"
     if not summary.is_file():
         return True
-    written = summary.stat().st_mtime
-    return any(p.stat().st_mtime > written for p in Path(sweep_dir).rglob(JOB))
+    read_from = summary.stat().st_mtime_ns
+
+    def changed(p: Path) -> int:
+        st = p.stat()
+        return max(st.st_mtime_ns, st.st_ctime_ns)
+
+    return any(changed(p) >= read_from for p in Path(sweep_dir).rglob(JOB))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,7 +101,10 @@ def prepared_summary(sweep_dir: Path, out: Path | None, tmp: Path) -> Path | Non
     summary_dir = None
     if summary_is_stale(sweep_dir):
         summary_dir = None if writable else tmp / "summary"
+        began = time.time_ns()
         aggregate(sweep_dir, summary_dir)
+        written = (summary_dir or sweep_dir / "summary") / "summary.parquet"
+        os.utime(written, ns=(began, began))  # as current as the moment its reading began
     return summary_dir
 
 

@@ -223,6 +223,29 @@ def test_report_cli_aggregates_a_missing_or_stale_summary(tmp_path, capsys):
     assert not report.summary_is_stale(sweep) and (tmp_path / "r.html").is_file()
 
 
+def test_a_job_that_ends_while_the_summary_is_read_leaves_it_stale(tmp_path, monkeypatch):
+    """The live report's last page lacked a job (CI: 3 finished, 2 summary rows): the job's
+    job.json was written while the aggregation read the sweep, before summary.parquet was
+    written, so an mtime comparison called the summary current."""
+    from attnsvm.results import aggregate as aggregate_module
+
+    sweep = tmp_path / "s"
+    (job,) = make_sweep(sweep, ds=(2,), kinds=("w",))
+    real = aggregate_module.load_sweep
+
+    def read_while_a_job_ends(*args, **kwargs):
+        sweep_read = real(*args, **kwargs)
+        (job / "job.json").write_text((job / "job.json").read_text())  # ends after the read
+        return sweep_read
+
+    monkeypatch.setattr(aggregate_module, "load_sweep", read_while_a_job_ends)
+    assert report.main([str(sweep)]) == 0
+    assert report.summary_is_stale(sweep)
+    monkeypatch.setattr(aggregate_module, "load_sweep", real)
+    assert report.main([str(sweep)]) == 0
+    assert not report.summary_is_stale(sweep)
+
+
 def test_report_cli_errors_and_aggregate_writes_the_report(tmp_path, capsys):
     assert report.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
