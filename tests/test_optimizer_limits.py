@@ -172,6 +172,7 @@ def test_new_keys_at_their_defaults_keep_the_hash():
             ["optimizer.minibatch", "autograd"],
         ),
         (["optimizer.minibatch=2", "engine=fused"], ["engine=fused", "optimizer.minibatch=2"]),
+        (["optimizer=polyak", "optimizer.minibatch=2"], ["optimizer.minibatch", "full-batch loss"]),
         (["experiment=multitoken", "optimizer.schedule=poly"], ["optimizer.schedule", "gd"]),
     ],
 )

@@ -12,6 +12,7 @@ import pytest
 import attnsvm
 from attnsvm.config import ConfigError
 from attnsvm.config.checks import flatten, plain
+from attnsvm.config.enums import Optimizer
 from attnsvm.experiments import builtin_names, entry, group_of, has_key, names
 from cli_helpers import job_dirs, run_cli
 
@@ -60,7 +61,7 @@ ACCEPTED = {  # its own keys, the groups it reads, the common run keys
     "icl": ["experiment=icl", "icl.lr=0.5", "seeds=2", "threads=2", "batch_size=5"],
     "benign": ["experiment=benign", "benign.lr=0.5", "device=cpu", "dtype=float32"],
     "regpath": ["experiment=regpath", "regpath.lr=0.5", "parameterization=kq", "dataset.d=4"],
-    "multitoken": ["experiment=multitoken", "optimizer.lr=0.5", "head.lam=0.1"],
+    "multitoken": ["experiment=multitoken", "optimizer.lr=0.5", "head=lambda", "head.lam=0.1"],
     "nexttoken": [*NT, "optimizer.lr=0.5", "metrics.epsilon=0.05", "solver.feas_tol=1e-5"],
     "gd": ["train=false", "loss=correlation", "metrics.delta=0.01"],
     "ocr": ["experiment=ocr", "ocr.lr=0.5", "solver.tol=1e-9", "batch_size=3"],
@@ -95,7 +96,11 @@ def test_its_own_keys_and_the_common_ones_are_accepted(name):
 
 
 def test_a_plugin_optimizers_arguments_are_refused_for_a_builtin():
-    with pytest.raises(ConfigError, match=r"optimizer.kwargs=\{'decay': 0.5\} is read only by"):
+    said = (
+        r"optimizer.kwargs=\{'decay': 0.5\} is invalid: accepted values are \{\} \(its "
+        r"default\): only your own optimizer.kind reads it; here optimizer.kind=ngd"
+    )
+    with pytest.raises(ConfigError, match=said):
         attnsvm.compose(["optimizer=ngd", "+optimizer.kwargs.decay=0.5"])
 
 
@@ -177,3 +182,102 @@ def test_a_key_one_experiment_of_a_sweep_files_grid_lacks_is_refused(tmp_path):
     assert res.returncode != 0, res.stdout
     assert "experiment=regpath reads regpath.steps, not optimizer.steps" in res.stdout, res.stdout
     assert not sweep.exists()
+
+
+# Within a group: a key some values of another key leave unread (a step rule's own keys, the
+# schedule's exponent, the search's keys): refused away from its default, in no row or job.json.
+UNREAD_HERE = {
+    "beta_under_ngd": (["optimizer.beta=0.5"], "only optimizer.kind in signum"),
+    "eps_under_gd": (["optimizer=gd", "optimizer.eps=1e-8"], "here optimizer.kind=gd"),
+    "p_under_adam": (["optimizer=adam", "optimizer.p=3"], "only optimizer.kind in md"),
+    "decay_a": (["optimizer.decay_a=0.3"], "only optimizer.schedule=poly reads it"),
+    "replacement": (["optimizer.replacement=true"], "here optimizer.minibatch=null"),
+    "lam": (["head.lam=0.5"], "only head.kind=lambda (or your own) reads it"),
+    "min_rate": (
+        ["experiment=multitoken", "multitoken.min_rate=0.01"],
+        "only a set multitoken.target_accepted reads it",
+    ),
+    "max_tried": (["experiment=multitoken", "multitoken.max_tried=50"], "target_accepted=null"),
+    "rankdyn_eps": (["experiment=rankdyn", "rankdyn.eps=1e-8"], "only rankdyn.rule=ngd"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNREAD_HERE))
+def test_a_key_its_other_keys_leave_unread_is_refused(case):
+    overrides, said = UNREAD_HERE[case]
+    with pytest.raises(ConfigError) as exc:
+        attnsvm.compose(overrides)
+    message = str(exc.value)
+    assert said in message and "(its default)" in message and "\n" not in message, message
+    key = overrides[-1].split("=")[0]
+    assert message.startswith(f"{key}="), message
+
+
+def test_the_same_keys_are_accepted_where_they_are_read():
+    attnsvm.compose(["optimizer=signum", "optimizer.beta=0.5"])
+    attnsvm.compose(["optimizer=adam", "optimizer.schedule=poly", "optimizer.decay_a=0.3"])
+    attnsvm.compose(["optimizer.minibatch=2", "optimizer.replacement=true"])
+    attnsvm.compose(["experiment=rankdyn", "rankdyn.rule=ngd", "rankdyn.eps=1e-8"])
+    attnsvm.compose(
+        ["experiment=multitoken", "multitoken.target_accepted=3", "multitoken.min_rate=0.01"]
+    )
+
+
+class _Reads:
+    """An OptimizerConfig that records which of its keys are read."""
+
+    def __init__(self, cfg):
+        self._cfg, self.read = cfg, set()
+
+    def __getattr__(self, name):
+        self.read.add(name)
+        return getattr(self._cfg, name)
+
+
+@pytest.mark.parametrize("kind", [k.value for k in Optimizer])
+def test_each_step_rule_reads_exactly_the_keys_its_config_declares(kind):
+    """The declarations of OptimizerConfig.READ_ONLY against the step rules' code: a key a rule's
+    class reads while training is declared read by it, and each key declared read by it is read."""
+    import torch
+
+    from attnsvm.config.constraints import unread
+    from attnsvm.config.schema import OptimizerConfig
+    from attnsvm.train.step_rules import OPTIMIZERS
+
+    cfg = OptimizerConfig(kind=kind, weight_decay=0.1 if kind == "adamw" else 0.0)
+    proxy = _Reads(cfg)
+    rule = OPTIMIZERS[cfg.kind](proxy)
+    X, G = torch.ones(2, 3, 3, dtype=torch.float64), torch.full((2, 3, 3), 0.5, dtype=torch.float64)
+    extra = (
+        {"loss": torch.ones(2, dtype=torch.float64)} if getattr(rule, "needs_loss", False) else {}
+    )
+    for _ in range(2):
+        X = rule.update(X, G, torch.full((2,), 1.5, dtype=torch.float64), **extra)
+    own = {r.key for r in OptimizerConfig.READ_ONLY if r.on == "kind"}
+    assert proxy.read & own == own - set(unread(cfg)), proxy.read
+
+
+@pytest.mark.parametrize(
+    ("overrides", "carried", "left_out"),
+    [
+        (["optimizer=signum"], {"optimizer.beta"}, {"optimizer.eps", "optimizer.betas"}),
+        (["optimizer=ngd"], {"optimizer.eps"}, {"optimizer.beta", "optimizer.weight_decay"}),
+        (
+            ["optimizer=adam", "optimizer.schedule=poly"],
+            {"optimizer.betas", "optimizer.eps", "optimizer.decay_a"},
+            {"optimizer.p", "optimizer.normalize", "optimizer.replacement", "head.lam"},
+        ),
+    ],
+)
+def test_a_row_and_job_json_carry_only_the_keys_that_acted(tmp_path, overrides, carried, left_out):
+    import json
+
+    from attnsvm.composition.identity import config_hash
+
+    run = attnsvm.compose([*overrides, "seeds=1", "optimizer.steps=20", "dataset.d=4"])
+    result = attnsvm.run_job(run, tmp_path)
+    job = json.loads((tmp_path / "job.json").read_text())
+    in_job = set(flatten(job["config"]))
+    for keys in (set(result.runs.columns), in_job):
+        assert carried <= keys and not keys & left_out, sorted(keys)
+    assert job["config_hash"] == config_hash(run) == result.config_hash

@@ -147,39 +147,11 @@ def cuda_available(run) -> None:
 
 RULES = (
     w_only_optimizers,
-    p_model,
-    published_starts,
-    dataset_rules,
-    relu_head_needs_values,
-    cuda_available,
-)
-
-
-def plugin_kwargs(run) -> None:
-    """``optimizer.kwargs`` and ``head.kwargs`` are your own factory's arguments: a built-in
-    reads none of them."""
-    from attnsvm.config.checks import builtin_or_path  # noqa: F401  (the path syntax)
-    from attnsvm.config.enums import Optimizer
-
-    for group, builtin in (("optimizer", Optimizer), ("head", Head)):
-        cfg = getattr(run, group, None)
-        if cfg is None or not cfg.kwargs or not isinstance(cfg.kind, builtin):
-            continue
-        raise ConfigError(
-            f"{group}.kwargs={cfg.kwargs} is read only by your own {group} ({group}.kind="
-            f"module:make); got {group}.kind={cfg.kind.value}, which reads none: drop "
-            f"{group}.kwargs"
-        )
-
-
-RULES = (
-    w_only_optimizers,
     minibatch_fits,
     p_model,
     published_starts,
     dataset_rules,
     relu_head_needs_values,
-    plugin_kwargs,
     cuda_available,
 )
 

@@ -12,7 +12,8 @@ attnsvm but checks.py.
             check_constraints(self, "mine")  # ConfigError: mine.lr=0 is invalid: accepted ...
 
 ``CONSTRAINTS`` maps a key to what it accepts alone; ``RULES`` are the few rules across keys
-(a key's range that depends on another key), named by the key they refuse. An enum-typed key
+(a key's range that depends on another key), named by the key they refuse; ``READ_ONLY`` the
+keys that act only for some values of another (``ReadOnlyWhen``). An enum-typed key
 accepts its enum's values without being declared. Every refusal reads
 ``<group>.<key>=<value> is invalid: accepted values are <describe()>``.
 """
@@ -21,12 +22,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from enum import Enum
 from functools import cache
 from numbers import Real
 
-from attnsvm.config.checks import coerce_enums, plain_name, require, type_hints
+from attnsvm.config.checks import coerce_enums, plain, plain_name, require, type_hints
 
 _COUNTS = {2: "two", 3: "three", 4: "four"}
 
@@ -198,6 +199,48 @@ class Rule:
     actual: Callable[[object], str] | None = None
 
 
+@dataclass(frozen=True)
+class ReadOnlyWhen:
+    """``key`` acts only where ``holds(obj)``: ``when`` says where, ``on`` names the key that
+    decides it. Elsewhere it is refused away from its default, and no row or job.json records
+    it (``unread_keys``): a row never shows a value that did not act."""
+
+    key: str
+    on: str
+    when: str
+    holds: Callable[[object], bool]
+
+
+def _default(cls: type, key: str):
+    (f,) = [f for f in fields(cls) if f.name == key]
+    return f.default_factory() if f.default_factory is not MISSING else f.default
+
+
+def unread(obj) -> list[str]:
+    """The keys of ``obj`` that do not act, given its other keys (its class's ``READ_ONLY``)."""
+    return [r.key for r in getattr(type(obj), "READ_ONLY", ()) if not r.holds(obj)]
+
+
+def unread_keys(run) -> list[str]:
+    """The dotted keys of a job config whose groups declare them unread here (``READ_ONLY``):
+    what its rows and job.json leave out."""
+    return [
+        f"{f.name}.{key}"
+        for f in fields(run)
+        if is_dataclass(group := getattr(run, f.name))
+        for key in unread(group)
+    ]
+
+
+def plain_read(run) -> dict:
+    """``plain(run)`` less its ``unread_keys``: the config a row and job.json record."""
+    tree = plain(run)
+    for key in unread_keys(run):
+        group, name = key.split(".", 1)
+        del tree[group][name]
+    return tree
+
+
 @cache
 def declared(cls: type) -> dict[str, Constraint]:
     """key -> its constraint: ``cls.CONSTRAINTS``, and ``Options`` of each enum-typed key (read
@@ -220,6 +263,7 @@ def accepted_text(cls: type, key: str, markdown: bool = False) -> str | None:
     c = declared(cls).get(key)
     said = [(c.markdown() if markdown else c.describe())] if c is not None else []
     said += [r.accepted for r in rules(cls) if r.key == key]
+    said += [f"read only when {r.when}" for r in getattr(cls, "READ_ONLY", ()) if r.key == key]
     return "; ".join(said) or None
 
 
@@ -241,6 +285,13 @@ def check_constraints(obj, prefix: str, cls: type | None = None) -> None:
         if not rule.holds(obj):
             accepted = rule.accepted + (f" = {rule.actual(obj)}" if rule.actual else "")
             require(False, _full(prefix, rule.key), accepted, _shown(getattr(obj, rule.key)))
+    for r in getattr(cls, "READ_ONLY", ()):
+        default = _default(cls, r.key)
+        if not r.holds(obj) and getattr(obj, r.key) != default:
+            on = getattr(obj, r.on)
+            here = f"{_full(prefix, r.on)}={'null' if on is None else plain_name(on)}"
+            accepted = f"{_shown(default)} (its default): only {r.when} reads it; here {here}"
+            require(False, _full(prefix, r.key), accepted, _shown(getattr(obj, r.key)))
 
 
 def _shown(value):

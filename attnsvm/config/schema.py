@@ -20,6 +20,7 @@ from attnsvm.config.constraints import (
     Interval,
     NoneOr,
     Options,
+    ReadOnlyWhen,
     Rule,
     Satisfies,
     Several,
@@ -127,6 +128,19 @@ class ParameterizationConfig:
             self.key_query = [[float(x) for x in r] for r in self.key_query]
 
 
+def _read_by(key: str, *kinds: Optimizer) -> ReadOnlyWhen:
+    """``optimizer.key`` is read by the built-in step rules ``kinds`` (their classes in
+    attnsvm/train/step_rules.py read it; tests/test_config_reads.py checks that they read no
+    other) and by your own rule (``module:make``), which is given the whole group."""
+    names = ", ".join(k.value for k in kinds)
+    return ReadOnlyWhen(
+        key,
+        "kind",
+        f"optimizer.kind in {names} (or your own)" if kinds else "your own optimizer.kind",
+        lambda c: c.kind in kinds or not isinstance(c.kind, Optimizer),
+    )
+
+
 @dataclass
 class OptimizerConfig:
     kind: str = Optimizer.ngd.value  # a built-in (Optimizer) or your factory's "module:make"
@@ -162,28 +176,42 @@ class OptimizerConfig:
     RULES: ClassVar = (
         Rule(
             "p",
-            "floats > 1 for optimizer=md (p = 1 has no mirror map), >= 1 otherwise",
-            lambda c: c.p > 1 if c.kind == Optimizer.md else c.p >= 1,
+            "floats > 1 for optimizer=md (p = 1 has no mirror map)",
+            lambda c: c.kind != Optimizer.md or c.p > 1,
         ),
         Rule(
             "weight_decay",
-            "floats > 0 for optimizer=adamw (its l_inf ball has radius 1/lambda), 0 otherwise",
-            lambda c: c.weight_decay > 0 if c.kind == Optimizer.adamw else c.weight_decay == 0,
-        ),
-        Rule(
-            "decay_a",
-            "0.5 (the default) unless optimizer.schedule=poly, which reads it",
-            lambda c: c.schedule == Schedule.poly or c.decay_a == 0.5,
-        ),
-        Rule(
-            "replacement",
-            "false unless optimizer.minibatch is set (a full batch draws nothing)",
-            lambda c: c.minibatch is not None or not c.replacement,
+            "floats > 0 for optimizer=adamw (its l_inf ball has radius 1/lambda)",
+            lambda c: c.kind != Optimizer.adamw or c.weight_decay > 0,
         ),
         Rule(
             "minibatch",
             "null with optimizer.gradient=autograd (the published form is full-batch)",
             lambda c: c.minibatch is None or c.gradient == Gradient.exact,
+        ),
+        Rule(
+            "minibatch",
+            "null with optimizer.kind=polyak (its step size reads the full-batch loss)",
+            lambda c: c.minibatch is None or c.kind != Optimizer.polyak,
+        ),
+    )
+
+    READ_ONLY: ClassVar = (
+        _read_by("eps", Optimizer.ngd, Optimizer.md, Optimizer.adam, Optimizer.adamw),
+        _read_by("p", Optimizer.md),
+        _read_by("normalize", Optimizer.md),
+        _read_by("betas", Optimizer.adam, Optimizer.adamw),
+        _read_by("beta", Optimizer.signum),
+        _read_by("weight_decay", Optimizer.adamw),
+        _read_by("kwargs"),
+        ReadOnlyWhen(
+            "decay_a", "schedule", "optimizer.schedule=poly", lambda c: c.schedule == Schedule.poly
+        ),
+        ReadOnlyWhen(
+            "replacement",
+            "minibatch",
+            "a set optimizer.minibatch",
+            lambda c: c.minibatch is not None,
         ),
     )
 
@@ -239,6 +267,17 @@ class HeadConfig:
             "train",
             "false, or true with head.kind=linear (the trained head is v)",
             lambda c: not c.train or c.kind == Head.linear,
+        ),
+    )
+    READ_ONLY: ClassVar = (
+        ReadOnlyWhen(
+            "lam",
+            "kind",
+            "head.kind=lambda (or your own)",
+            lambda c: c.kind == Head["lambda"] or not isinstance(c.kind, Head),
+        ),
+        ReadOnlyWhen(
+            "kwargs", "kind", "your own head.kind", lambda c: not isinstance(c.kind, Head)
         ),
     )
 

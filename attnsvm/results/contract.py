@@ -13,6 +13,7 @@ import pandas as pd
 
 from attnsvm.composition.identity import ARTIFACT_KEYS, config_hash, flatten, plain
 from attnsvm.composition.resolve import train_engine
+from attnsvm.config.constraints import plain_read, unread
 from attnsvm.results.stack import with_constants
 
 
@@ -56,10 +57,11 @@ def _ordered(tree: dict) -> dict:
 
 def config_columns(cfg) -> dict:
     """Columns every row carries: short names for the main keys its job config has, plus every
-    dotted key of it (and of its experiment's ``hash_legacy``), less the per-job ones."""
+    dotted key of it that acted (``plain_read``) and of its experiment's ``hash_legacy``, less
+    the per-job ones."""
     from attnsvm.experiments import entry
 
-    tree = {**plain(cfg), **entry(cfg.experiment).hash_legacy}
+    tree = {**plain_read(cfg), **entry(cfg.experiment).hash_legacy}
     flat = flatten(_ordered(tree))
     for k in ("seeds", "seed", "threads", "batch_size", "progress_interval"):
         flat.pop(k)
@@ -75,6 +77,18 @@ def config_columns(cfg) -> dict:
     }
     short["train_engine"] = plain(train_engine(cfg)) or "none"  # auto resolved; none: no GD
     return {**short, **flat}
+
+
+def group_columns(cfg, group: str) -> dict:
+    """``<group>.<key>`` of each key of an experiment's own group ``cfg`` that acted (its
+    ``unread`` keys left out), as rows show values: enums by value, lists joined by commas."""
+    tree = plain(cfg)
+    for key in unread(cfg):
+        del tree[key]
+    return {
+        f"{group}.{k}": ",".join(map(str, v)) if isinstance(v, list) else v
+        for k, v in flatten(tree).items()
+    }
 
 
 def finish(run, result: JobResult) -> JobResult:

@@ -31,6 +31,7 @@ from attnsvm.composition.identity import (  # noqa: F401  (re-exported: the cont
     flatten,
     plain,
 )
+from attnsvm.config.constraints import plain_read
 from attnsvm.results.integrity import verify_files
 
 if TYPE_CHECKING:  # a sweep's own process plans and records without pandas
@@ -194,7 +195,7 @@ def job_record(cfg, chash: str | None = None) -> dict:
 
     return {
         "config_hash": chash or config_hash(cfg),
-        "config": plain(cfg),
+        "config": plain_read(cfg),  # the keys that acted
         "versions": versions(),
         "started": time.time(),
         "node": os.environ.get("ATTNSVM_NODE") or socket.gethostname(),

@@ -10,7 +10,6 @@ interpolating (at the end and after 1 and 2 steps).
 from __future__ import annotations
 
 import time
-from dataclasses import fields
 
 import numpy as np
 import pandas as pd
@@ -18,6 +17,7 @@ import torch
 
 import attnsvm.experiments.benign.data as data
 from attnsvm.progress import reporter
+from attnsvm.results.contract import group_columns
 from attnsvm.results.stack import with_constants
 
 from .config import Config, Setting
@@ -34,8 +34,7 @@ def _plain(value):
 def config_columns(cfg: Config) -> dict:
     """``benign.<key>`` for every key (T and lr resolved), the short n, T, d, and the Bayes
     accuracy and signal norm the labels and figures are read against."""
-    cols = {f"benign.{f.name}": getattr(cfg, f.name) for f in fields(cfg)}
-    cols = {k: _plain(v) if hasattr(v, "value") else v for k, v in cols.items()}
+    cols = group_columns(cfg, "benign")
     cols["benign.T"], cols["benign.lr"] = cfg.tokens, cfg.step_size
     cols["benign.steps"] = cfg.n_steps
     extra = {"bayes_acc": data.bayes_accuracy(cfg), "signal_norm": cfg.signal}

@@ -42,17 +42,20 @@ NORM_ORDER = ["fro", "l2", "nuc", "l1p75", "l3", "max", "spectral"]
 
 
 def rule_label(runs: pd.DataFrame) -> pd.Series:
-    """ "md p=3" for mirror descent, else the step rule's name."""
+    """ "md p=3" for mirror descent, else the step rule's name (only md's rows carry p)."""
+    if "optimizer.p" not in runs:
+        return runs.optimizer
     p = runs["optimizer.p"].map(lambda x: f"{x:g}")
     return runs.optimizer.where(runs.optimizer != "md", "md p=" + p)
 
 
-def predicted(optimizer: str, p: float) -> str:
+def predicted(optimizer: str, p: float | None) -> str:
     """The norm (column suffix) the step rule's geometry is predicted to pick: its own
     declaration (``svm_norm`` / ``limit_norm`` in attnsvm/train/step_rules.py); read off the
-    rule, not a config (a rule's other keys, as adamw's lambda, need not be at hand)."""
+    rule, not a config (a rule's other keys, as adamw's lambda, need not be at hand); ``p``:
+    mirror descent's potential, the only rule that reads it."""
     kind = builtin_or_path(optimizer, Optimizer)
-    return norms.column(limit_norm(SimpleNamespace(kind=kind, p=float(p))))
+    return norms.column(limit_norm(SimpleNamespace(kind=kind, p=p if p is None else float(p))))
 
 
 def _pairs(table: pd.DataFrame) -> set[tuple[str, str]]:
@@ -72,7 +75,8 @@ def geometry_table(runs: pd.DataFrame) -> pd.DataFrame:
     ok = runs[runs.status == "ok"].assign(rule=rule_label(runs))
     rows = []
     for (rule, d), g in ok.groupby(["rule", "d"]):
-        own = predicted(g.optimizer.iloc[0], g["optimizer.p"].iloc[0])
+        p = g["optimizer.p"].iloc[0] if "optimizer.p" in g else None  # md's rows only
+        own = predicted(g.optimizer.iloc[0], p)
         for norm in norm_columns(g, "margin"):
             rows.append(
                 {
@@ -131,7 +135,8 @@ def d_figure(table: pd.DataFrame, path: Path) -> None:
 def bregman_curves(sweep, path: Path) -> pd.DataFrame:
     """Mean Bregman divergence of each p-path (and init) to each lp-SVM vs iteration."""
     keys = ["optimizer", "optimizer.p", "parameterization.init", "status"]
-    keys = ["config_hash", "seed", *(k for k in keys if k not in sweep.trajectory)]
+    keys = [k for k in keys if k in sweep.runs and k not in sweep.trajectory]  # p: md's rows
+    keys = ["config_hash", "seed", *keys]
     tr = sweep.trajectory.merge(sweep.runs[keys], on=["config_hash", "seed"])
     tr = tr[tr.status == "ok"].assign(rule=lambda t: rule_label(t))
     cols = [c for c in tr.columns if c.startswith("bregman_l")]  # the lp-SVMs (l2 = fro)

@@ -56,23 +56,20 @@ def variant_table(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# the optimizer keys each rule of the sweep reads: a variant's label names them all
-READS = {
-    "signum": ("lr", "beta"),
-    "adam": ("lr", "eps", "schedule", "decay_a"),
-    "adamw": ("lr", "eps", "weight_decay", "schedule", "decay_a"),
-}
+# the keys a variant's label may name: a row carries those its step rule read (a rule's others
+# are left out of its row: attnsvm/config/schema.py, OptimizerConfig.READ_ONLY)
+LABEL_KEYS = ("lr", "eps", "beta", "weight_decay", "schedule", "decay_a")
 
 
 def variant_label(row: pd.Series) -> str:
-    """'adam lr=0.1 eps=1e-08 schedule=poly decay_a=0.5': the rule and every key it reads
-    (decay_a only under the poly schedule), so no two variants share a label."""
+    """'adam lr=0.1 eps=1e-08 schedule=poly decay_a=0.5': the rule and every key of
+    ``LABEL_KEYS`` its row carries, so no two variants share a label."""
     parts = [str(row["optimizer"])]
-    for key in READS.get(row["optimizer"], ("lr",)):
-        col = f"optimizer.{key}"
-        if col not in row or (key == "decay_a" and row.get("optimizer.schedule") != "poly"):
+    for key in LABEL_KEYS:
+        value = row.get(f"optimizer.{key}")
+        if value is None or (isinstance(value, float) and np.isnan(value)):
             continue
-        parts.append(f"{key}={_text(row[col])}")
+        parts.append(f"{key}={_text(value)}")
     return " ".join(parts)
 
 

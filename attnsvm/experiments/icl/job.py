@@ -7,7 +7,6 @@ result = run_job(run)   # result.runs: one row per seed; result.trajectory: per 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import numpy as np
@@ -19,7 +18,7 @@ import attnsvm.experiments.icl.data as data
 import attnsvm.experiments.icl.limits as limits
 from attnsvm.experiments.icl.config import Config, Parameterization
 from attnsvm.experiments.icl.train import Trajectory, squared_loss, train
-from attnsvm.results.contract import JobResult
+from attnsvm.results.contract import JobResult, group_columns
 
 
 def _text(value) -> str:
@@ -28,13 +27,7 @@ def _text(value) -> str:
 
 def config_columns(cfg: Config) -> dict:
     """Every ``icl.*`` key as a column, so sweep tables carry their axes."""
-    cols = {}
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if isinstance(value, list):
-            value = ",".join(map(str, value))
-        cols[f"icl.{f.name}"] = getattr(value, "value", value)
-    return cols
+    return group_columns(cfg, "icl")
 
 
 def alignment(A: torch.Tensor, A_star: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:

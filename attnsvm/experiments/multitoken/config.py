@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from attnsvm.config.constraints import Interval, NoneOr, Rule, check_constraints
+from attnsvm.config.constraints import (
+    Interval,
+    NoneOr,
+    ReadOnlyWhen,
+    Rule,
+    check_constraints,
+)
 from attnsvm.config.schema import (
     HeadConfig,
     OptimizerConfig,
@@ -47,6 +53,15 @@ class MultitokenConfig:
             lambda c: c.zero_threshold <= c.threshold,
             actual=lambda c: f"{c.threshold:g}",
         ),
+    )
+    READ_ONLY: ClassVar = tuple(  # the search's keys (search.py): no target, no search
+        ReadOnlyWhen(
+            key,
+            "target_accepted",
+            "a set multitoken.target_accepted",
+            lambda c: c.target_accepted is not None,
+        )
+        for key in ("max_tried", "min_rate")
     )
 
     def __post_init__(self) -> None:

@@ -11,7 +11,7 @@ from dataclasses import field as _field
 from enum import Enum
 from typing import ClassVar
 
-from attnsvm.config.constraints import Interval, NoneOr, check_constraints
+from attnsvm.config.constraints import Interval, NoneOr, ReadOnlyWhen, check_constraints
 from attnsvm.config.schema import RunBase, SolverConfig
 
 FLOAT64_EPS = 2.220446049250313e-16
@@ -65,6 +65,9 @@ class Config:
         "eps": Interval(float, 0),
         "penalty": Interval(float, 0),
     }
+    READ_ONLY: ClassVar = (
+        ReadOnlyWhen("eps", "rule", "rankdyn.rule=ngd", lambda c: c.rule == Rule.ngd),
+    )
 
     def __post_init__(self) -> None:
         check_constraints(self, "rankdyn")

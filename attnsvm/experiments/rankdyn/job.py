@@ -9,7 +9,6 @@ checkpoint, its stages, and the SVMs at the tokens training selected (nuclear: t
 from __future__ import annotations
 
 import time
-from dataclasses import fields
 
 import numpy as np
 import pandas as pd
@@ -18,7 +17,7 @@ import torch
 from attnsvm import metrics
 from attnsvm.composition import DatasetConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
-from attnsvm.results.contract import JobResult
+from attnsvm.results.contract import JobResult, group_columns
 from attnsvm.results.stack import with_constants
 from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
@@ -36,8 +35,7 @@ def _plain(value):
 
 def config_columns(cfg: Config) -> dict:
     """``rankdyn.<key>`` for every key, and the shape's short columns n, T, d."""
-    cols = {f"rankdyn.{f.name}": getattr(cfg, f.name) for f in fields(cfg)}
-    cols = {k: _plain(v) if hasattr(v, "value") else v for k, v in cols.items()}
+    cols = group_columns(cfg, "rankdyn")  # eps: ngd's alone
     cols["rankdyn.m"], cols["rankdyn.lr"] = cfg.width, cfg.step_size  # resolved defaults
     return {"n": cfg.n, "T": cfg.T, "d": cfg.d, **cols}
 
