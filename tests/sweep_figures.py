@@ -274,10 +274,11 @@ def grid(name: str) -> tuple[dict[str, list], list[dict]]:
 
 
 def _relabel(table: pd.DataFrame, cols: dict, job: int) -> pd.DataFrame:
+    """``table`` as job ``job`` with the point's values; a key its case's rows leave out (a key
+    only the point's step rule reads, as md's p) is added."""
     table = table.copy()
     for col, value in cols.items():
-        if col in table:
-            table[col] = [value] * len(table)
+        table[col] = [value] * len(table)
     table["config_hash"] = f"job{job:04d}"
     return table
 
