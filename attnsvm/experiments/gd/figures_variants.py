@@ -92,7 +92,7 @@ def variant_figure(runs: pd.DataFrame, path) -> None:
         xs = np.arange(len(share)) + (j - (len(share.columns) - 1) / 2) * width
         ax.bar(xs, share[batch].to_numpy(), width, label=f"minibatch={batch}")
     ax.set_xticks(np.arange(len(share)), share.index, rotation=35, ha="right", fontsize=7)
-    ax.set_ylabel("seeds closer to the max-norm SVM than to $W^{mm}$")
+    ax.set_ylabel("share of seeds closer to the\nmax-norm SVM than to $W^{mm}$")
     ax.set_ylim(0, 1.05)
     ax.legend(title="batch size (null: full batch)", fontsize=8)
     ax.set_title("step-rule variants against the l_inf claims (geometry_adam)")

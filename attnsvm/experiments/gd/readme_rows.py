@@ -193,6 +193,7 @@ SWEEPS = [
         "geometry_adam",
         "geometry_adam: Signum's β, Adam's decay exponent a, AdamW's λ and batch size B against "
         "their proven limits (n=6, T=8, d=10, 20 seeds)",
+        (("closer to l_inf", "geometry_adam.png"),),
     ),
     Published(
         "mirror",
