@@ -55,28 +55,19 @@ def _discard_output_dir(out: Path, parents: bool = False) -> None:
     """``out`` removed if it holds only what Hydra writes before the task (``.hydra/``, the
     ``.log``) and is not the launch directory; with ``parents``, the empty directories above it
     below the launch directory too (Hydra made them for this run)."""
-    top = os.path.abspath(_launch_dir())
+    try:
+        top = os.path.abspath(HydraConfig.get().runtime.cwd)  # where the command started
+    except ValueError:  # no Hydra run (attnsvm.run_job, tests)
+        top = os.getcwd()
     if not out.is_dir() or os.path.abspath(out) == top:
         return
-    if all(p.name == ".hydra" or (p.suffix == ".log" and p.is_file()) for p in out.iterdir()):
-        shutil.rmtree(out, ignore_errors=True)
-        if parents:
-            _discard_empty_parents(out, top)
-
-
-def _launch_dir() -> str:
-    """The directory the command started in (Hydra's, where ``hydra.job.chdir`` moved on)."""
-    try:
-        return str(HydraConfig.get().runtime.cwd)
-    except ValueError:  # no Hydra run (attnsvm.run_job, tests): this process's
-        return os.getcwd()
-
-
-def _discard_empty_parents(out: Path, top: str) -> None:
+    if not all(p.name == ".hydra" or (p.suffix == ".log" and p.is_file()) for p in out.iterdir()):
+        return
+    shutil.rmtree(out, ignore_errors=True)
     # a run started in the same microseconds may find its date's directory gone between
     # Hydra's two mkdirs: it fails to start, and can be run again
     parent = os.path.dirname(os.path.abspath(out))
-    while parent.startswith(top + os.sep):
+    while parents and parent.startswith(top + os.sep):
         try:
             os.rmdir(parent)  # fails on a non-empty directory: then its parents are not empty
         except OSError:

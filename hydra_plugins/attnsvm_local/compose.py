@@ -91,7 +91,7 @@ class SweepComposer:
         """The job's config, as ``load_sweep_config`` and the launcher's job number make it."""
         structural, values, parsed = self.split(overrides)
         base, _ = self._base(structural)
-        cfg = _copy(base)
+        cfg = pickle.loads(pickle.dumps(base))  # a deep copy, faster than copy.deepcopy
         apply_overrides(values, cfg)
         app = [o for o in parsed if not o.is_hydra_override()]
         names = cfg.hydra.job.config.override_dirname
@@ -149,15 +149,6 @@ class SweepComposer:
                 self.loader.load_sweep_config(self.master, list(overrides))
                 self.compositions += 1
                 return
-
-
-def _copy(cfg: DictConfig) -> DictConfig:
-    """A deep copy through pickle, faster than ``copy.deepcopy`` (which serves what does not
-    pickle)."""
-    try:
-        return pickle.loads(pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL))
-    except Exception:  # noqa: BLE001  (any value pickle refuses)
-        return copy.deepcopy(cfg)
 
 
 def _node(cfg: DictConfig, key: str):

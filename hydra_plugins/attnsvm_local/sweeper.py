@@ -67,32 +67,27 @@ class AttnsvmSweeper(basic_sweeper()):
                 migrate_sweep(sweep_dir)  # an old sweep's jobs carried to their job configs
             return super().sweep(arguments)
         if getattr(self.launcher, "WRITES_NOTHING", False):  # the dry run: it lists the jobs
-            return self._launch_unsaved(arguments)
+            return self._each_batch(arguments, lambda b, n: self.launcher.launch(b, n))
         self._finished_read_only(arguments, sweep_dir, blocked)
         return []
 
-    def _batches(self, arguments: list[str]) -> list[list[list[str]]]:
-        """The grid's jobs in batches, as the basic sweeper makes them."""
+    def _each_batch(self, arguments: list[str], fn) -> list:
+        """``fn(batch, first job number)`` for each batch of the grid, checked, as the basic
+        sweeper makes them (without its multirun.yaml)."""
         params = [*self._parse_config(), *arguments]
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        return self.split_arguments(parser.parse_overrides(params), self.max_batch_size)
-
-    def _launch_unsaved(self, arguments: list[str]) -> list:
-        """The basic sweeper's loop without its multirun.yaml."""
-        returns, first = [], 0
-        for batch in self._batches(arguments):
+        out, first = [], 0
+        for batch in self.split_arguments(parser.parse_overrides(params), self.max_batch_size):
             self.validate_batch_is_legal(batch)
-            returns.append(self.launcher.launch(batch, initial_job_idx=first))
+            out.append(fn(batch, first))
             first += len(batch)
-        return returns
+        return out
 
     def _finished_read_only(self, arguments: list[str], sweep_dir: Path, blocked: Path) -> None:
         """A read-only sweep (module doc): all finished, recorded skipped; else SystemExit."""
         composer = composer_for(self.hydra_context.config_loader, self.config)
-        planned = []
-        for batch in self._batches(arguments):
-            self.validate_batch_is_legal(batch)
-            planned += composer.plan(batch, len(planned), sweep_dir)
+        batches = self._each_batch(arguments, lambda b, n: composer.plan(b, n, sweep_dir))
+        planned = [job for batch in batches for job in batch]
         refuse_invalid(planned)
         left = sum(j.action != SKIP for j in planned)
         if left:
