@@ -6,8 +6,8 @@
 Hydra's steps in its order: the output directory, ``HydraConfig``, ``hydra.job.chdir``,
 ``run.log``, the ``.hydra/`` files, ``hydra.job.env_set``, the callbacks; the task is
 ``attnsvm.run.main_planned``. Hydra copies the config four times and writes ``.hydra/`` through a
-pure-Python YAML emitter; here nothing is copied and the files come from libyaml, with the same
-text (tests/test_fast_compose.py).
+pure-Python YAML emitter; here the config is not copied and the files come from libyaml, with
+the same text (tests/test_fast_compose.py).
 """
 
 from __future__ import annotations
