@@ -29,10 +29,6 @@ class JobInterrupted(BaseException):
         self.name = signal.Signals(signum).name
         super().__init__(f"interrupted by {self.name}")
 
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
-
 
 def _raise(signum, frame) -> None:
     for sig in SIGNALS:  # a second signal must not cut the job's record short

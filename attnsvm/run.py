@@ -171,7 +171,7 @@ def _record_interrupted(job: dict, out: Path, exc: JobInterrupted, multirun: boo
     write_json(record, out / JOB)
     log.error("job %s %s (recorded in %s)", job["config_hash"], exc, out / JOB)
     if not multirun:
-        raise SystemExit(exc.exit_code)
+        raise SystemExit(128 + exc.signum)
     return "interrupted"
 
 
