@@ -3,9 +3,8 @@
     with interruptible():        # in attnsvm.run.execute, around training and writing
         ...                      # SIGTERM / SIGINT raise JobInterrupted here
 
-A single run then exits with 128 + the signal's number (143 for SIGTERM, 130 for SIGINT), as a
-process killed by it would report in a shell. Outside the main thread (no signal handlers can be
-installed there) the block runs unguarded.
+A single run then exits with 128 + the signal's number, as a shell reports a process killed by
+it. Outside the main thread (no signal handlers there) the block runs unguarded.
 """
 
 from __future__ import annotations
@@ -29,10 +28,6 @@ class JobInterrupted(BaseException):
         self.signum = signum
         self.name = signal.Signals(signum).name
         super().__init__(f"interrupted by {self.name}")
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
 
 
 def _raise(signum, frame) -> None:
@@ -59,9 +54,8 @@ def interruptible() -> Iterator[None]:
 
 
 def exit_now() -> None:
-    """For entry points only: end this process at once, its logs and output flushed, without
-    the interpreter's teardown (torch's and pandas' are slow), once its results and answers
-    are all out (a single run once written, a sweep worker with no job left)."""
+    """For entry points whose results are all out: end this process, its logs and output
+    flushed, without the interpreter's teardown (torch's and pandas' are slow)."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # closed or full: nothing more to keep

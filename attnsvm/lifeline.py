@@ -1,8 +1,8 @@
 """A worker ends when the process that started it ends, however that ends (SIGKILL included).
 
-The kernel sends it SIGTERM when its parent dies (Linux ``PR_SET_PDEATHSIG``), and a watchdog
-thread that polls its parent id does the same elsewhere (and covers a parent that died before
-the request took effect); a hard exit follows after ``GRACE_S``, in which its job records itself
+The kernel sends it SIGTERM when its parent dies (Linux ``PR_SET_PDEATHSIG``); a watchdog thread
+that polls its parent id does the same elsewhere, and covers a parent that died before the
+request took effect. A hard exit follows after ``GRACE_S``, in which its job records itself
 ``interrupted``.
 """
 
@@ -21,10 +21,10 @@ PR_SET_PDEATHSIG = 1
 
 
 def watch_parent(parent_pid: int) -> None:
-    """End this worker when its parent is gone: SIGTERM to itself (the job records itself
-    ``interrupted``), then a hard exit after ``GRACE_S``."""
+    """SIGTERM to this process when ``parent_pid`` is no longer its parent; a hard exit
+    ``GRACE_S`` later."""
     if sys.platform.startswith("linux"):
-        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
     def watch() -> None:
         while os.getppid() == parent_pid:
@@ -36,8 +36,3 @@ def watch_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="attnsvm-parent-watchdog", daemon=True).start()
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os.kill(os.getpid(), signal.SIGTERM)
-
-
-def prctl(option: int, arg: int) -> bool:
-    """Linux ``prctl(option, arg)``; False where the kernel refuses."""
-    return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0) == 0

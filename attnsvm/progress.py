@@ -1,25 +1,17 @@
 """Progress of a long job: seeds, training steps and SVMs done, elapsed time and an ETA.
 
-The pipeline feeds a ``Progress`` with stage events; it logs (to the console and ``run.log``,
-through the ``attnsvm`` logger) at most once every ``interval`` seconds, so a short job prints
-nothing new and a long one a line every few seconds:
+The pipeline feeds a ``Progress`` with stage events; it logs (``attnsvm`` logger: the console
+and ``run.log``) at most once every ``interval`` seconds, and, as a context manager, also when
+no event comes for that long (a long SVM call):
 
     progress: 12 s elapsed, seeds 0/4 done; training seeds 1-4: step 1200/2000; ETA 8 s
-    progress: 25 s elapsed, seeds 0/4 done; SVMs at opt: fro 4/4, nuc 0/4
     seeds done: 4/4 (40 s elapsed)
-    progress: 6.0 s elapsed; seeds tried 960, accepted 0/2 (acceptance rate <= 0.0031 at 95%
-    confidence)
-
-It is also the ``progress(done, total)`` callback every experiment's ``run_job`` accepts (the
-"seeds done" line, logged at once), so experiments that report only seeds keep working. Used as
-a context manager it also writes a line every ``interval`` seconds when no event comes (a long
-SVM call), from a daemon thread:
 
     with Progress(interval=5.0) as report:   # python -m attnsvm.run: progress_interval
         run_job(cfg, progress=report)
 
-Events arrive from the threads the fused engine trains on, so every update holds a lock. The
-reporter never touches a number of the job: results are the same bits with or without it.
+It is also the ``progress(done, total)`` callback every experiment's ``run_job`` accepts. Events
+come from the fused engine's threads, so each update holds a lock; no number of the job changes.
 """
 
 from __future__ import annotations
@@ -45,13 +37,8 @@ def duration(seconds: float) -> str:
 
 
 class Progress:
-    """Rate-limited progress of one job (see the module docstring).
-
-    Args:
-        interval: seconds between two progress lines (0: a line at every event).
-        emit: where lines go; the ``attnsvm`` logger's ``info`` by default.
-        clock: a monotonic clock in seconds (tests pass a fake one).
-    """
+    """``interval``: seconds between two lines (0: every event); ``emit``: where lines go (the
+    ``attnsvm`` logger's ``info``); ``clock``: monotonic seconds (tests pass a fake one)."""
 
     def __init__(
         self,

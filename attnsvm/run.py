@@ -22,8 +22,9 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobStatus
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from attnsvm.composition.compose import check_override_keys, register_configs, to_run_config
 from attnsvm.config.checks import ConfigError
@@ -51,37 +52,22 @@ log = logging.getLogger("attnsvm")
 
 
 def _discard_output_dir(out: Path, parents: bool = False) -> None:
-    """A config that fails validation leaves no half-written job directory behind (with
-    ``parents``, no empty directory that held only it either). Only a directory that holds
-    nothing but what Hydra writes before the task runs (``.hydra/``, the job's ``.log``), and
-    never the directory the command started in (``hydra.run.dir=.``): a directory of one's
-    own files is never removed."""
-    top = os.path.abspath(_launch_dir())
+    """``out`` removed if it holds only what Hydra writes before the task (``.hydra/``, the
+    ``.log``) and is not the launch directory; with ``parents``, the empty directories above it
+    below the launch directory too (Hydra made them for this run)."""
+    try:
+        top = os.path.abspath(HydraConfig.get().runtime.cwd)  # where the command started
+    except ValueError:  # no Hydra run (attnsvm.run_job, tests)
+        top = os.getcwd()
     if not out.is_dir() or os.path.abspath(out) == top:
         return
-    if all(p.name == ".hydra" or (p.suffix == ".log" and p.is_file()) for p in out.iterdir()):
-        shutil.rmtree(out, ignore_errors=True)
-        if parents:
-            _discard_empty_parents(out, top)
-
-
-def _launch_dir() -> str:
-    """The directory the command started in (Hydra's, where ``hydra.job.chdir`` moved on)."""
-    try:
-        return str(HydraConfig.get().runtime.cwd)
-    except ValueError:  # no Hydra run (attnsvm.run_job, tests): this process's
-        return os.getcwd()
-
-
-def _discard_empty_parents(out: Path, top: str) -> None:
-    """A refused single run leaves no empty ``outputs/runs/<date>/`` behind either: Hydra made
-    the dated directories for it. Only directories below the one the command started in, only
-    empty ones (a day's other runs, or ``outputs/README.md``, keep theirs; an empty one that
-    was there before goes too). A run started in the same microseconds may find the date's
-    directory gone between Hydra's two ``mkdir``s: it fails to start, and can be run again.
-    ``top``: the launch directory, absolute."""
+    if not all(p.name == ".hydra" or (p.suffix == ".log" and p.is_file()) for p in out.iterdir()):
+        return
+    shutil.rmtree(out, ignore_errors=True)
+    # a run started in the same microseconds may find its date's directory gone between
+    # Hydra's two mkdirs: it fails to start, and can be run again
     parent = os.path.dirname(os.path.abspath(out))
-    while parent.startswith(top + os.sep):
+    while parents and parent.startswith(top + os.sep):
         try:
             os.rmdir(parent)  # fails on a non-empty directory: then its parents are not empty
         except OSError:
@@ -90,9 +76,8 @@ def _discard_empty_parents(out: Path, top: str) -> None:
 
 
 def claim_job_dir(out: Path, chash: str) -> Path:
-    """The directory job ``chash`` writes to: ``out``, unless ``out`` holds another config's
-    job (the sweep was re-run with other values, so job numbers moved); then ``<out>-<hash>``,
-    so that no result of another config is ever overwritten."""
+    """``out``, unless it holds another config's job (a sweep re-run with other values moves
+    job numbers): then ``<out>-<hash>``, so that no other config's result is overwritten."""
     job = read_job(out)
     if job is None or job.get("config_hash") == chash:
         return out
@@ -105,8 +90,7 @@ def claim_job_dir(out: Path, chash: str) -> Path:
 
 
 def _recompute_broken(out: Path, broken: tuple[Path, str] | None) -> Path:
-    """A job whose job.json says finished but whose files fail verification is recomputed in
-    its own directory (``out``'s fresh directory is dropped), and the log says why."""
+    """Where a job whose finished files fail verification is recomputed: its own directory."""
     if broken is None:
         return out
     place, problem = broken
@@ -125,11 +109,9 @@ def execute(
 ) -> str:
     """Run one job into ``out``; returns its final status. A failure is recorded in job.json.
 
-    In a sweep (``sweep_dir`` given) the job is claimed first (attnsvm/results/claim.py: a
-    second sweep on the directory waits for it), and a job whose finished results exist
-    anywhere the sweep's index points to is skipped, its fresh directory (only Hydra's files)
-    removed. ``planned``: (resolved RunConfig, config hash) of ``cfg`` as a sweep's planning
-    made them (the local launcher), not made again."""
+    In a sweep (``sweep_dir``) the job is claimed first (attnsvm/results/claim.py), and skipped
+    if its finished results exist anywhere in the sweep. ``planned``: (resolved RunConfig,
+    config hash) of ``cfg`` as the local launcher's planning made them."""
     try:
         if planned is None:
             run = to_run_config(cfg)
@@ -155,8 +137,8 @@ def execute(
 
 
 def _compute(run, job: dict, out: Path, multirun: bool, sweep_dir: Path | None) -> str:
-    """The job computed and its results written (tables, job.json ``finished``, the sweep's
-    index), its summary printed; ``failed`` or ``interrupted`` recorded in job.json instead."""
+    """The job computed, its results written and its summary printed; ``failed`` or
+    ``interrupted`` recorded in job.json instead."""
     with interruptible():
         try:
             write_json({**job, "status": "running"}, out / JOB)
@@ -189,19 +171,16 @@ def _record_interrupted(job: dict, out: Path, exc: JobInterrupted, multirun: boo
     write_json(record, out / JOB)
     log.error("job %s %s (recorded in %s)", job["config_hash"], exc, out / JOB)
     if not multirun:
-        raise SystemExit(exc.exit_code)
+        raise SystemExit(128 + exc.signum)
     return "interrupted"
 
 
 def record_lost_job(
     cfg: DictConfig, out: Path, sweep_dir: Path, error: str, **extra
 ) -> Path | None:
-    """Record in job.json that a job died outside Python (a scheduler cancelled or killed it, its
-    node failed): ``status: failed``, ``error``, and ``extra`` (e.g. Slurm's state). Called by the
-    launcher that saw it die (hydra_plugins/attnsvm_slurm). Finished results are never touched;
-    returns the job directory written, or None when the job's results are complete. ``node``:
-    the one the job's own ``running`` record names (it ran there), else ``extra``'s, else
-    this host."""
+    """Record in job.json that a job died outside Python (killed, cancelled, its worker or node
+    lost): ``status: failed``, ``error`` and ``extra``; the node its ``running`` record names is
+    kept. Returns the job directory, or None when its results are complete (left untouched)."""
     run = to_run_config(cfg)
     chash = config_hash(run)
     if find_finished(chash, out, sweep_dir) is not None:
@@ -217,14 +196,9 @@ def record_lost_job(
 
 
 def lost_job_return(hydra_context, config, overrides, num: int, error: str, job_id=None, **extra):
-    """What a launcher returns for a job that died outside Python: its task config composed as
-    Hydra would have, the failure recorded (``record_lost_job``), and a JobReturn whose value
-    says ``failed`` (or ``finished`` when its results were complete after all). ``job_id``:
-    the scheduler's id (default Hydra's ``<name>_<num>``). Shared by the Ray and Slurm
-    launchers."""
-    from hydra.core.utils import JobReturn, JobStatus
-    from omegaconf import OmegaConf, open_dict
-
+    """The Ray and Slurm launchers' JobReturn for a job that died outside Python, its failure
+    recorded (``record_lost_job``): value ``failed``, or ``finished`` when its results were
+    complete. ``job_id``: the scheduler's (default Hydra's ``<name>_<num>``)."""
     sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
     with open_dict(sweep_config.hydra.job):
         sweep_config.hydra.job.num = num
@@ -257,8 +231,7 @@ def main(cfg: DictConfig) -> str:
 
 
 def main_planned(planned: tuple | None, cfg: DictConfig) -> str:
-    """``main``, with the (resolved run, config hash) of a job the local launcher planned
-    (then ``cfg``, the job's config, is not read)."""
+    """``main``, given the (resolved run, config hash) the local launcher planned."""
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     sweep_dir = Path(hc.sweep.dir) if multirun else None
@@ -270,8 +243,7 @@ def main_planned(planned: tuple | None, cfg: DictConfig) -> str:
 
 def cli() -> None:
     """``python -m attnsvm.run``: unknown keys fail first, listing the accepted ones; then Hydra.
-    The entry point: the process-wide settings a job wants are made here (``keep_freed_memory``),
-    and a finished command ends without the interpreter's teardown."""
+    An entry point: it sets malloc's thresholds, and a single run ends without teardown."""
     try:
         check_override_keys(sys.argv[1:])
         check_group_options(sys.argv[1:], Path(str(resources.files(CONF_MODULE))))

@@ -1,10 +1,7 @@
 """The settings a job runs under: thread pools and MKL's reproducibility mode.
 
-Every experiment runs inside ``limit_threads(cfg.threads)`` (attnsvm.job.run_job), which bounds
-torch's pool and the BLAS pools numpy/scipy use, and gives them back as they were when it ends.
-``one_thread`` pins LAPACK calls whose result must not depend on the thread count (the batched
-interior point, attnsvm/svm/nuclear_ipm.py). Malloc's thresholds are process-wide: set by
-entry points only (attnsvm.workers.keep_freed_memory).
+Every experiment runs inside ``limit_threads(cfg.threads)`` (attnsvm.job.run_job): torch's pool
+and the BLAS pools numpy/scipy use are bounded, and given back as they were when it ends.
 """
 
 from __future__ import annotations
@@ -42,9 +39,8 @@ _FOUND: list = [None, None]  # (len(sys.modules), ThreadpoolController) of the l
 
 
 def _pools() -> ThreadpoolController:
-    """The BLAS/OpenMP pools loaded in this process. A scan of the loaded libraries costs as much
-    as a small job's dispatch, so it is made again only after a module was imported (a pool
-    comes with the import of the extension that links it); same pools, same limits."""
+    """The BLAS/OpenMP pools loaded in this process, scanned again only after an import (a pool
+    comes with an extension's import; a scan costs as much as a small job's dispatch)."""
     if _FOUND[0] != len(sys.modules):
         _FOUND[:] = [len(sys.modules), ThreadpoolController()]
     return _FOUND[1]
@@ -68,10 +64,8 @@ def _mkl():
 
 def mkl_cnr_mode() -> str:
     """MKL's reproducibility mode: "strict" (alignment-independent), "off", "other" or "no mkl".
-
-    "off" means MKL ran before attnsvm was imported; batched LAPACK results may then depend
-    on an instance's position in the batch (import attnsvm first, or set MKL_CBWR=AUTO,STRICT).
-    """
+    "off": MKL ran before attnsvm was imported, and batched LAPACK results may depend on an
+    instance's position in the batch (import attnsvm first, or set MKL_CBWR=AUTO,STRICT)."""
     lib = _mkl()
     if lib is None:
         return "no mkl"

@@ -1,16 +1,14 @@
 """A local sweep's worker processes: one job at a time each; they die with the sweep, and a
-worker that dies fails only its own job (why not concurrent.futures, loky or pebble:
-docs/scaling.md).
+worker that dies fails only its own job (why not loky or pebble: docs/scaling.md).
 
     pool = WorkerPool(2, warm=("attnsvm.job",), setup=(fn, args))
     pool.start(2)                             # spawned now: their imports run beside planning
     outcomes = pool.run(nums, prepare, done)  # prepare(num) -> (fn, args); done(num, Outcome)
     pool.close()
 
-A worker is a fresh interpreter (``spawn``) that imports ``warm``, runs ``setup`` once, then
-answers one job at a time. It ends with the process that started it, however that ends
-(SIGKILL included: attnsvm/lifeline.py), its job recording itself ``interrupted``. A worker is
-an entry point: the process-wide settings a job wants are made here, never by library code.
+A worker is a fresh interpreter (``spawn``) and an entry point: the process-wide settings a job
+wants are made here, never by library code. It ends with the process that started it, however
+that ends (attnsvm/lifeline.py).
 """
 
 from __future__ import annotations
@@ -51,9 +49,8 @@ class Outcome:
 
 def keep_freed_memory() -> bool:
     """For the rest of this process, blocks up to 32 MiB come from malloc's heap and up to 64 MiB
-    of freed heap stays mapped: a large nuclear-norm SVM's interior point reuses its freed
-    temporaries instead of faulting in fresh zeroed pages (docs/scaling.md, Large instances).
-    For entry points only (a worker, ``python -m attnsvm.run``); False without glibc."""
+    of freed heap stays mapped: a large SVM reuses its freed temporaries instead of faulting in
+    fresh pages (docs/scaling.md, Large instances). Entry points only; False without glibc."""
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
     if mallopt is None:
         return False
@@ -66,8 +63,8 @@ def _quiet_exit(signum, frame) -> None:
 
 
 def _worker_main(conn, parent_pid: int, warm: tuple[str, ...], setup: bytes | None) -> None:
-    """One job at a time from ``conn``: (fn, args) in, (value, error, traceback) out; EOF
-    ends it. ``setup``: a pickled (fn, args) run once (its error is every job's answer)."""
+    """(fn, args) in, (value, error, traceback) out, until EOF. ``setup``: a pickled (fn, args)
+    run once (its error is every job's answer)."""
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _quiet_exit)
     watch_parent(parent_pid)
@@ -109,8 +106,7 @@ def _reraise(error: str):  # in the worker: preparing the job failed in the swee
 
 
 def _message(prepare, num: int) -> bytes:
-    """Job ``num``'s (fn, args) pickled; where preparing it fails, a job that raises that
-    error, so that it fails as a job, not the sweep."""
+    """Job ``num``'s (fn, args) pickled; if preparing it fails, a job that raises that error."""
     try:
         return cloudpickle.dumps(prepare(num))
     except Exception as exc:  # noqa: BLE001  (any error of one job's preparation)
@@ -209,9 +205,8 @@ class WorkerPool:
                 yield num, outcome
 
     def run(self, nums, prepare, done=None) -> dict[int, Outcome]:
-        """``fn(*args)`` of ``prepare(num)`` for every num of ``nums``, in order, each on a
-        worker; the next ``n`` messages are made while the workers compute. ``done(num,
-        outcome)`` is called as each job ends."""
+        """``fn(*args)`` of ``prepare(num)`` for each of ``nums`` on a worker, the next ``n``
+        messages made while the workers compute; ``done(num, outcome)`` as each job ends."""
         pending, ready, outcomes = deque(nums), {}, {}
         self.start(len(pending))
         while pending or self.busy:
@@ -227,8 +222,8 @@ class WorkerPool:
         return outcomes
 
     def interrupt(self, grace: float = GRACE_S) -> dict[int, Outcome]:
-        """SIGTERM to every busy worker; their jobs' outcomes (they record themselves
-        ``interrupted``) as they come within ``grace`` seconds; the rest are killed."""
+        """SIGTERM to every busy worker (its job records itself ``interrupted``); those not
+        done within ``grace`` seconds are killed."""
         for w in self.busy.values():
             if w.process.is_alive():
                 os.kill(w.process.pid, signal.SIGTERM)

@@ -9,7 +9,8 @@ once on 1 worker and once on all cores, then once more on 1 worker into the fini
 (every job skipped). For each: the command's wall against the sum of its jobs' ``seconds``
 (job.json: the job's own compute); planning per job (the local launcher's ``planned N jobs``
 line); dispatch per job, the median time between one job's end and the next start on the same
-worker (worker found greedily: the job that ended last before it started); the start-up, the
+worker (worker found greedily: the job that ended last before it started), and its part after
+the job's results were written (from job.json's mtime: no table writing); the start-up, the
 finished rerun's wall less its planning (imports, Hydra), and the issue's own yardstick, one
 default job's start-up (its wall less its seconds: torch's import included). Goals: 1-worker
 wall <= 1.3 x job seconds + start-up; planning and dispatch <= 20 ms per job. The all-cores
@@ -52,16 +53,19 @@ def _sweep(sweep_dir: Path, n_jobs: int) -> dict:
         raise RuntimeError(f"{' '.join(cmd)} exited {res.returncode}:\n{res.stderr[-2000:]}")
     match = PLANNED.search(res.stdout + res.stderr)
     own = OWN_CPU.search(res.stdout + res.stderr)
-    jobs = [json.loads(p.read_text()) for p in sweep_dir.rglob("job.json")]
-    spans = sorted((j["started"], j["started"] + j["seconds"]) for j in jobs if j.get("seconds"))
+    jobs = [(json.loads(p.read_text()), p.stat().st_mtime) for p in sweep_dir.rglob("job.json")]
+    spans = sorted(
+        (j["started"], j["started"] + j["seconds"], t) for j, t in jobs if j.get("seconds")
+    )
     ran = [s for s in spans if s[0] >= t0]
     return {
         "workers": n_jobs,
         "wall": wall,
-        "job_seconds": sum(e - s for s, e in ran),
+        "job_seconds": sum(e - s for s, e, _ in ran),
         "jobs_run": len(ran),
         "planning_ms_per_job": float(match[2]) / int(match[1]) if match else float("nan"),
-        "dispatch_ms_per_job": _dispatch(ran) * 1e3,
+        "dispatch_ms_per_job": _dispatch([(s, e) for s, e, _ in ran]) * 1e3,
+        "handover_ms_per_job": _dispatch([(s, w) for s, _, w in ran]) * 1e3,
         "first_job_s": ran[0][0] - t0 if ran else float("nan"),
         "own_cpu_s": float(own[1]) if own else float("nan"),
     }
@@ -127,14 +131,16 @@ def emit_table(emit, r: dict) -> None:
     emit("## Sweep overhead (local launcher, 40 jobs: " + r["grid"] + ")")
     emit()
     emit("| workers | wall | sum of job seconds | wall / job s | first job at | planning / job "
-         "| dispatch / job | the sweep's process, CPU |")  # fmt: skip
-    emit("|---|---|---|---|---|---|---|---|")
+         "| dispatch / job | of which after the results were written "
+         "| the sweep's process, CPU |")  # fmt: skip
+    emit("|---|---|---|---|---|---|---|---|---|")
     for row in (r["one"], r["all"]):
         emit(
             f"| {row['workers']} | {row['wall']:.1f} s | {row['job_seconds']:.1f} s "
             f"| {row['wall'] / row['job_seconds']:.2f}× | {row['first_job_s']:.1f} s "
             f"| {row['planning_ms_per_job']:.1f} ms | {row['dispatch_ms_per_job']:.1f} ms "
-            f"| {_seconds(row.get('own_cpu_s'))} |"
+            f"| {_shown(row.get('handover_ms_per_job'), 'ms')} "
+            f"| {_shown(row.get('own_cpu_s'), 's')} |"
         )
     emit()
     emit_floor(emit, r)
@@ -156,8 +162,8 @@ def emit_table(emit, r: dict) -> None:
     emit()
 
 
-def _seconds(s: float | None) -> str:
-    return "–" if s is None or s != s else f"{s:.1f} s"  # recorded before it was measured: –
+def _shown(x: float | None, unit: str) -> str:
+    return "–" if x is None or x != x else f"{x:.1f} {unit}"  # recorded before it was measured: –
 
 
 def all_cores_floor(r: dict) -> float:

@@ -1,11 +1,5 @@
-"""Dry run of a sweep: which jobs would run, which are skipped, which configs are invalid.
-
-    python -m attnsvm.run -m dataset.d=2,4,8 hydra/launcher=dryrun hydra.sweep.dir=DIR
-
-The launcher ``dryrun`` (hydra_plugins/attnsvm_dryrun) expands the sweep exactly as a real
-launcher would, and calls :func:`plan_plain` for every job instead of running it. At the end of
-a real sweep, :class:`SweepSummary` prints its jobs by status, failed ones with their error, and
-last the line every sweep ends with (:func:`sweep_line`):
+"""What a sweep would do with each job (``plan_plain``: run, rerun, skip or invalid), and the
+line every sweep ends with (``SweepSummary``, a Hydra callback):
 
     attnsvm sweep: 4 run, 2 skipped, 1 failed, 3 not started
 """
@@ -45,9 +39,8 @@ class PlannedJob:
 def plan_plain(
     plain: dict, num: int, out: Path, sweep_dir: Path, overrides: str, index: dict | None = None
 ) -> PlannedJob:
-    """What ``python -m attnsvm.run`` would do with job ``num`` of a sweep (run.execute's rules),
-    from its composed config's plain dict: converted, resolved and hashed once;
-    ``index``: the sweep's finished index read once for every job (``store.finished_index``)."""
+    """What attnsvm.run.execute would do with job ``num``, from its config's plain dict;
+    ``index``: the sweep's finished index (``store.finished_index``), read once a sweep."""
     try:
         run = run_config_from_plain(plain)
         chash = config_hash(run)  # as run.execute: resolving engine=auto may refuse the build
@@ -66,8 +59,16 @@ def plan_plain(
     return PlannedJob(num, RUN, chash, str(alt), note, overrides, run)
 
 
+def refuse_invalid(jobs: list[PlannedJob]) -> None:
+    """SystemExit naming each job whose config is invalid (before any job starts)."""
+    invalid = [j for j in jobs if j.action == INVALID]
+    if invalid:
+        where = "; ".join(f"job #{j.num} [{j.overrides}]: {j.note}" for j in invalid)
+        raise SystemExit(f"attnsvm: invalid config: {where} (no job was started)")
+
+
 def format_plan(jobs: list[PlannedJob], sweep_dir: Path) -> str:
-    """One line per job and a count per action."""
+    """The dry run's output: one line per job and a count per action."""
     lines = [f"attnsvm dry run of the sweep in {sweep_dir} (nothing is run):"]
     for j in jobs:
         where = Path(j.job_dir).name if Path(j.job_dir).parent == Path(sweep_dir) else j.job_dir
@@ -80,17 +81,11 @@ def format_plan(jobs: list[PlannedJob], sweep_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def sweep_status(sweep_dir: Path) -> dict[str, list[tuple[Path, dict]]]:
-    """The jobs under ``sweep_dir`` grouped by the status their job.json records."""
-    out: dict[str, list[tuple[Path, dict]]] = {}
-    for job_dir, job in scan_jobs(sweep_dir):
-        out.setdefault(job.get("status", "unknown"), []).append((job_dir, job))
-    return out
-
-
 def format_sweep_status(sweep_dir: Path) -> str:
-    """One line of counts, then one line per failed or unfinished job with its error."""
-    jobs = sweep_status(sweep_dir)
+    """One line of counts by job.json's status, then one line per job not finished."""
+    jobs: dict[str, list[tuple[Path, dict]]] = {}
+    for job_dir, job in scan_jobs(sweep_dir):
+        jobs.setdefault(job.get("status", "unknown"), []).append((job_dir, job))
     counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(jobs.items()))
     lines = [f"attnsvm sweep {sweep_dir}: {counts or 'no jobs'}"]
     for status in sorted(set(jobs) - {"finished"}):
@@ -99,14 +94,12 @@ def format_sweep_status(sweep_dir: Path) -> str:
     return "\n".join(lines)
 
 
-# This process's sweep: when it started, and the status of each of its jobs as launchers report
-# them (None: never started). Launchers that run jobs elsewhere report through record_statuses.
+# this process's sweep: when it started, and its jobs' statuses as launchers report them
 _SWEEP: dict = {"started": 0.0, "statuses": []}
 
 
 def record_statuses(statuses: Iterable[str | None]) -> None:
-    """A launcher's jobs of this sweep, by what attnsvm.run.execute returned (finished,
-    skipped, failed, interrupted), None for a job that never started."""
+    """A launcher's jobs, by what attnsvm.run.execute returned; None: never started."""
     _SWEEP["statuses"].extend(statuses)
 
 
@@ -141,8 +134,7 @@ def statuses_on_disk(sweep_dir: Path, since: float) -> list[str]:
 
 
 def print_summary(sweep_dir: Path) -> int:
-    """The sweep's jobs by status, then its last line (``sweep_line``); returns how many of its
-    jobs failed (interrupted ones included)."""
+    """The sweep's jobs by status, then ``sweep_line``; returns how many failed."""
     statuses = _SWEEP["statuses"] or statuses_on_disk(sweep_dir, _SWEEP["started"])
     print(format_sweep_status(sweep_dir), flush=True)
     print(f"attnsvm sweep: {sweep_line(statuses)}", flush=True)
@@ -150,9 +142,8 @@ def print_summary(sweep_dir: Path) -> int:
 
 
 class SweepSummary(Callback):
-    """Hydra callback (conf/config.yaml): at the end of a sweep, print its jobs by status and
-    the line ``N run, M skipped, K failed, L not started``; a sweep with failed jobs then exits
-    with 1 (every launcher: local, basic, Ray, Slurm)."""
+    """conf/config.yaml's callback: ``print_summary`` at the end of a sweep, then exit 1 when a
+    job failed (every launcher)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         _SWEEP.update(started=time.time(), statuses=[])

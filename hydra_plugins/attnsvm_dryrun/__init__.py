@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
-from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from hydra.core.utils import JobReturn, JobStatus
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
@@ -58,23 +57,17 @@ class DryRunLauncher(Launcher):
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> Sequence[JobReturn]:
-        from attnsvm.results.plan import INVALID, format_plan, plan_plain
-        from attnsvm.results.store import finished_index
+        from attnsvm.results.plan import INVALID, format_plan
         from hydra_plugins.attnsvm_local.compose import composer_for
 
         assert self.config is not None and self.hydra_context is not None
         assert self.sweep_dir is not None
         composer = composer_for(self.hydra_context.config_loader, self.config)
-        index = finished_index(self.sweep_dir)
-        jobs, returns = [], []
-        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-            plain, out = composer.plan_inputs(list(overrides), idx, self.sweep_dir)
-            label = " ".join(filter_overrides(overrides))
-            job = plan_plain(plain, idx, out, self.sweep_dir, label, index)
-            jobs.append(job)
+        jobs = composer.plan(job_overrides, initial_job_idx, self.sweep_dir)
+        returns = []
+        for overrides, job in zip(job_overrides, jobs, strict=True):
             returns.append(JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED))
             returns[-1].return_value = job.action
-        HydraConfig.instance().set_config(self.config)
         self._restore()
         print(format_plan(jobs, self.sweep_dir), flush=True)
         invalid = [j for j in jobs if j.action == INVALID]

@@ -1,26 +1,10 @@
-"""``hydra/launcher=local`` (the default of ``-m``): attnsvm's sweeps on this machine's cores.
+"""``hydra/launcher=local`` (the default of ``-m``): a sweep's jobs on this machine's cores.
 
 python -m attnsvm.run -m dataset.d=2,4,8 parameterization=w,kq hydra.launcher.n_jobs=4
 
-Jobs get what Hydra's per-job machinery gives them (per-job config, ``.hydra/``, ``run.log``),
-as hydra-joblib-launcher runs them, so their results are the same bits. What differs:
-
-- the workers (attnsvm/workers.py) start as the launcher is set up, before the sweep is
-  planned, and stay up for the whole sweep, one job at a time each;
-- every job is planned (attnsvm.results.plan.plan_plain) before any is sent to a worker, in
-  milliseconds per job (sweep.py's doc): finished jobs are skipped there, and a sweep with
-  nothing left to run computes nothing;
-- a job is claimed before it runs (attnsvm/results/claim.py): a second sweep on the same
-  directory waits for it and counts it skipped;
-- the workers end with the sweep's process however it ends, SIGKILL included;
-- a worker that dies, or a job that raises outside attnsvm's own recording (a full disk), fails
-  that job only (``status: failed`` with the reason, in job.json where it can still be
-  written); the other jobs go on;
-- SIGTERM / SIGINT of the sweep interrupts the jobs in flight (``status: interrupted``),
-  starts no other, prints the summary and exits with 128 + the signal's number.
-
-Every sweep ends with ``N run, M skipped, K failed, L not started`` (attnsvm.results.plan), and
-exits 1 when some job failed.
+Every job is planned first (finished ones skipped), then each job left runs in a worker of
+attnsvm/workers.py as Hydra's ``run_job`` would run it; a dead worker or a failed job fails only
+that job, SIGTERM / SIGINT interrupt the jobs in flight. docs/scaling.md has the details.
 """
 
 from __future__ import annotations
@@ -37,7 +21,7 @@ from omegaconf import DictConfig
 from attnsvm.interrupt import JobInterrupted, interruptible
 from attnsvm.results.sweepdir import register_resolver
 from attnsvm.workers import WorkerPool
-from hydra_plugins.attnsvm_local.sweep import LocalSweep, n_workers, start_pool
+from hydra_plugins.attnsvm_local.sweep import LocalSweep, n_workers, start_pool, usable_cores
 from hydra_plugins.attnsvm_local.sweeper import AttnsvmSweeper  # noqa: F401  (hydra/sweeper)
 
 register_resolver()  # conf/config.yaml's hydra.sweep.dir: Hydra imports plug-ins first
@@ -55,35 +39,32 @@ ConfigStore.instance().store(
 
 
 class LocalLauncher(Launcher):
-    """The module doc. Its pool starts in ``setup``, which Hydra calls before the sweeper
-    plans: the workers import torch while the sweep is planned."""
-
     def __init__(self, n_jobs: int = -1) -> None:
         self.n_jobs = int(n_jobs)
         self.config: DictConfig | None = None
-        self.task_function: TaskFunction | None = None
         self.hydra_context: HydraContext | None = None
         self._pool: WorkerPool | None = None
 
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
     ) -> None:
-        self.config, self.task_function, self.hydra_context = config, task_function, hydra_context
-        self._pool = start_pool(self)
+        """Starts the pool: Hydra calls it before the sweeper plans, so the workers import
+        torch while the sweep is planned."""
+        self.config, self.hydra_context = config, hydra_context
+        self._pool = start_pool(hydra_context, n_workers(self.n_jobs, usable_cores()))
 
     def pool(self, jobs: int) -> WorkerPool | None:
-        """The pool sized for ``jobs`` jobs (extra workers end now); None, and none left
-        running, when there is no job to run."""
+        """The pool sized for ``jobs`` jobs (extra workers end now); None when there are none."""
         if not jobs:
             self.end_workers()
             return None
+        n = n_workers(self.n_jobs, jobs)
         if self._pool is None:
-            self._pool = start_pool(self)
-        self._pool.resize(n_workers(self.n_jobs, jobs))
+            self._pool = start_pool(self.hydra_context, n)
+        self._pool.resize(n)
         return self._pool
 
-    def end_workers(self) -> None:
-        """Its workers ended (the sweeper calls it when the sweep is over)."""
+    def end_workers(self) -> None:  # the sweeper's, when the sweep is over
         if self._pool is not None:
             self._pool.close()
             self._pool = None

@@ -1,18 +1,14 @@
-"""A sweep's job configs, composed as Hydra's ``load_sweep_config`` composes them, in
-milliseconds: Hydra composes once per distinct set of *structural* overrides (config groups,
-``+``/``~``, ``hydra.*``, anything unusual), and each job's *value* overrides (``key=value`` of a
-key the composed config has) are applied with Hydra's own code to a copy of it.
+"""A sweep's job configs as Hydra's ``load_sweep_config`` makes them, in milliseconds: Hydra
+composes once per distinct set of *structural* overrides (config groups, ``+``/``~``,
+``hydra.*``), and each job's *value* overrides (``key=value`` of a key the composition has) are
+applied to a copy of it with Hydra's own code (through attnsvm/hydra_internals.py).
 
-    composer = SweepComposer(loader, master_config)
-    plain, out = composer.plan_inputs(overrides, num, sweep_dir)  # the task's plain dict, job dir
-    cfg = composer.compose(overrides, num)       # the job's full config (hydra node included)
+    composer = composer_for(loader, master_config)
+    planned = composer.plan(job_overrides, first_num, sweep_dir)   # every job, not composed
+    cfg = composer.compose(overrides, num)       # a job's full config (hydra node included)
     composer.check(overrides)                    # Hydra's own error for an override that fails
 
-Hydra's private code it calls goes through attnsvm/hydra_internals.py.
-
-Planning needs no copy of a config at all (``plan_inputs``: the value overrides set in a plain
-dict, where the task config has no interpolation); only jobs that run are composed in full,
-just before they run. tests/test_fast_compose.py checks both against ``load_sweep_config``.
+tests/test_fast_compose.py checks both routes against ``load_sweep_config``.
 """
 
 from __future__ import annotations
@@ -24,6 +20,7 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
+from hydra.core.utils import filter_overrides
 from omegaconf import DictConfig, OmegaConf, ValueNode, open_dict
 
 from attnsvm.hydra_internals import (
@@ -33,6 +30,9 @@ from attnsvm.hydra_internals import (
     raw_value,
     set_raw_value,
 )
+from attnsvm.results.plan import PlannedJob, plan_plain
+from attnsvm.results.store import finished_index
+from hydra_plugins.attnsvm_local.job import task_config
 
 JOB_NUM = "${hydra.job.num}"  # the default subdir: the job directory is the job number
 
@@ -55,9 +55,8 @@ class SweepComposer:
         return not (repo.group_exists(key) or repo.group_exists(key.replace(".", "/")))
 
     def split(self, overrides: list[str]) -> tuple[tuple[str, ...], list[Override], list]:
-        """(the structural overrides, the value overrides, every override parsed); a job whose
-        value keys overlap another override's key is all structural. Parsed once per job (the
-        sweeper's check, planning and composition ask for it)."""
+        """(the structural overrides, the value overrides, every override parsed), once per
+        job; a job whose value keys overlap another override's key is all structural."""
         key = tuple(overrides)
         if key not in self.splits:
             self.splits[key] = self._split(list(overrides))
@@ -82,7 +81,7 @@ class SweepComposer:
         if structural not in self.bases:
             cfg = self.loader.load_sweep_config(self.master, list(structural))
             self.compositions += 1
-            task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+            task = task_config(cfg)
             plain = OmegaConf.to_container(task, resolve=True)
             same = plain == OmegaConf.to_container(task, resolve=False)
             self.bases[structural] = (cfg, plain if same else None)
@@ -92,7 +91,7 @@ class SweepComposer:
         """The job's config, as ``load_sweep_config`` and the launcher's job number make it."""
         structural, values, parsed = self.split(overrides)
         base, _ = self._base(structural)
-        cfg = _copy(base)
+        cfg = pickle.loads(pickle.dumps(base))  # a deep copy, faster than copy.deepcopy
         apply_overrides(values, cfg)
         app = [o for o in parsed if not o.is_hydra_override()]
         names = cfg.hydra.job.config.override_dirname
@@ -106,9 +105,20 @@ class SweepComposer:
         OmegaConf.copy_cache(from_config=self.master, to_config=cfg)
         return cfg
 
+    def plan(self, job_overrides, first: int, sweep_dir: Path) -> list[PlannedJob]:
+        """Each job planned as attnsvm.run.execute would run it (results.plan.plan_plain), the
+        sweep's finished index read once."""
+        index, planned = finished_index(sweep_dir), []
+        for num, overrides in enumerate(job_overrides, start=first):
+            plain, out = self.plan_inputs(list(overrides), num, sweep_dir)
+            label = " ".join(filter_overrides(list(overrides)))
+            planned.append(plan_plain(plain, num, out, sweep_dir, label, index))
+        HydraConfig.instance().set_config(self.master)  # plan_inputs may have set a job's
+        return planned
+
     def plan_inputs(self, overrides: list[str], num: int, sweep_dir: Path):
-        """(the job's task config as a plain dict, its job directory) without composing the job
-        where that is exact; else from its full composition."""
+        """(the job's task config as a plain dict, its job directory), without composing the
+        job where that is exact (``_with_values``)."""
         structural, values, _ = self.split(overrides)
         base, plain = self._base(structural)
         subdir = child(base.hydra.sweep, "subdir")
@@ -118,14 +128,13 @@ class SweepComposer:
                 return job, Path(sweep_dir) / str(num)
         cfg = self.compose(overrides, num)
         HydraConfig.instance().set_config(cfg)  # for ${hydra:...} in the task config
-        task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+        task = task_config(cfg)
         out = Path(sweep_dir) / str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
         return OmegaConf.to_container(task, resolve=True), out
 
     def check(self, overrides: list[str]) -> None:
-        """Raise Hydra's composition error for these overrides, if they have one: the base is
-        composed by Hydra, and each value is set on a copy of its node (as Hydra sets it);
-        anything doubtful is composed in full."""
+        """Hydra's composition error for these overrides, if any: each value is set on a copy
+        of its node of the base, as Hydra sets it; anything doubtful is composed in full."""
         structural, values, _ = self.split(overrides)
         base, _ = self._base(structural)
         for o in values:
@@ -140,15 +149,6 @@ class SweepComposer:
                 self.loader.load_sweep_config(self.master, list(overrides))
                 self.compositions += 1
                 return
-
-
-def _copy(cfg: DictConfig) -> DictConfig:
-    """A deep copy of ``cfg`` through pickle (OmegaConf's own state: nodes, flags, types),
-    faster than ``copy.deepcopy``; deepcopy where something in it does not pickle."""
-    try:
-        return pickle.loads(pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL))
-    except Exception:  # noqa: BLE001  (any value pickle refuses)
-        return copy.deepcopy(cfg)
 
 
 def _node(cfg: DictConfig, key: str):

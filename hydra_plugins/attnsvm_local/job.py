@@ -3,14 +3,11 @@
     setup_worker(hydra_context, singleton_state)   # once per worker (the pool's setup)
     status = run_one(sweep_config, planned)         # each job: its composed config and plan
 
-What Hydra's ``run_job`` does for a job, in its order: the output directory, ``HydraConfig``,
-``hydra.job.chdir``, the job's log (``run.log``), the ``.hydra/`` files, ``hydra.job.env_set``,
-the callbacks' ``on_job_start`` and ``on_job_end``. The task is ``attnsvm.run.main`` with the
-job's plan (its resolved run and hash). What differs is the cost: Hydra's copies the whole
-config four times and writes each ``.hydra/`` file through a pure-Python YAML emitter, the
-largest part of the time between two small jobs; here the config is set once, the task config
-is made only if a callback reads it, and the files come from one conversion on libyaml's
-emitter, with the same text (tests/test_fast_compose.py).
+Hydra's steps in its order: the output directory, ``HydraConfig``, ``hydra.job.chdir``,
+``run.log``, the ``.hydra/`` files, ``hydra.job.env_set``, the callbacks; the task is
+``attnsvm.run.main_planned``. Hydra copies the config four times and writes ``.hydra/`` through a
+pure-Python YAML emitter; here the config is not copied and the files come from libyaml, with
+the same text (tests/test_fast_compose.py).
 """
 
 from __future__ import annotations
@@ -54,9 +51,8 @@ def task_config(sweep_config: DictConfig) -> DictConfig:
 
 
 class SweepJobReturn(JobReturn):
-    """Hydra's JobReturn whose ``cfg`` (the task config) is made from ``hydra_cfg`` only when
-    read: neither attnsvm's callback nor its sweeper reads it, and each copy costs as much as
-    a small job's dispatch."""
+    """Hydra's JobReturn whose ``cfg`` (the task config, a copy) is made only when read:
+    attnsvm's callback and sweeper never read it."""
 
     @property
     def cfg(self) -> DictConfig | None:
@@ -82,7 +78,10 @@ def run_one(config: DictConfig, planned: tuple):
     out = os.path.abspath(os.path.join(str(hc.sweep.dir), str(hc.sweep.subdir)))
     with read_write(hc.runtime), open_dict(hc.runtime):
         hc.runtime.output_dir = out
-    HydraConfig.instance().set_config(config)
+    # HydraConfig.set_config without its deep copy of the hydra node (this config is the job's
+    # own): HydraConfig.get() is this hydra node, read-only, its parent the job's config
+    OmegaConf.set_readonly(hc, True)
+    HydraConfig.instance().cfg = config
     Path(out).mkdir(parents=True, exist_ok=True)
     cwd = os.getcwd()
     ret = SweepJobReturn(overrides=list(hc.overrides.task), hydra_cfg=config, working_dir=cwd)

@@ -1,15 +1,12 @@
 """One launch of the local launcher: plan every job, run what is left, record what failed.
 
-sweep = LocalSweep(launcher, job_overrides, initial_job_idx)
-sweep.plan(); sweep.run()          # or sweep.interrupted(signum) on SIGTERM / SIGINT
-returns = sweep.returns()
+    sweep = LocalSweep(launcher, job_overrides, initial_job_idx)
+    sweep.plan(); sweep.run()          # or sweep.interrupted(signum) on SIGTERM / SIGINT
+    returns = sweep.returns()
 
-Planning (``plan``) takes milliseconds per job (compose.SweepComposer: no Hydra composition per
-job; each config converted, resolved and hashed once; the sweep's finished index read once):
-finished jobs are skipped before any job is sent. Every job that runs takes one path: its
-config is composed here just before it is sent, and the worker runs it as Hydra's ``run_job``
-does (job.py: its directory, ``.hydra/``, log, callbacks, ``chdir``, ``env_set``) into
-``attnsvm.run.execute`` with its plan, which claims the job, computes it and writes its files.
+A job that runs is composed just before it is sent (compose.py), and its worker runs it as
+Hydra's ``run_job`` would (job.py) into ``attnsvm.run.execute``, which claims the job,
+computes it and writes its files.
 """
 
 from __future__ import annotations
@@ -23,18 +20,10 @@ from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig
 
-from attnsvm.results.plan import (
-    INVALID,
-    SKIP,
-    PlannedJob,
-    plan_plain,
-    print_summary,
-    record_statuses,
-)
-from attnsvm.results.store import finished_index
+from attnsvm.results.plan import SKIP, PlannedJob, print_summary, record_statuses, refuse_invalid
 from attnsvm.workers import Outcome, WorkerPool
 from hydra_plugins.attnsvm_local.compose import composer_for
 from hydra_plugins.attnsvm_local.job import SweepJobReturn, run_one, setup_worker, task_config
@@ -48,8 +37,7 @@ WARM = ("attnsvm.job", "attnsvm.svm.solve", "attnsvm.run", "hydra_plugins.attnsv
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity: a Slurm allocation, ``taskset``),
-    not the machine's: how many workers a sweep starts by default."""
+    """The cores this process may run on (its CPU affinity: a Slurm allocation, ``taskset``)."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
@@ -61,21 +49,16 @@ def n_workers(n_jobs: int, jobs: int) -> int:
     return max(1, min(n, jobs))
 
 
-def start_pool(launcher) -> WorkerPool:
-    """The launcher's pool, its workers started (Launcher.setup: before the sweep is planned)."""
-    setup = (setup_worker, (launcher.hydra_context, Singleton.get_state()))
-    pool = WorkerPool(n_workers(launcher.n_jobs, usable_cores()), warm=WARM, setup=setup)
-    pool.start(pool.n)
+def start_pool(hydra_context, n: int) -> WorkerPool:
+    """``n`` workers started now, each with the Hydra state of the sweep's process."""
+    setup = (setup_worker, (hydra_context, Singleton.get_state()))
+    pool = WorkerPool(n, warm=WARM, setup=setup)
+    pool.start(n)
     return pool
-
-
-def job_label(overrides: list[str]) -> str:
-    return " ".join(filter_overrides(list(overrides)))
 
 
 @dataclass
 class Job:
-    num: int
     overrides: list[str]
     planned: PlannedJob
     config: DictConfig | None = None  # its composed config, hydra node included (once sent)
@@ -91,31 +74,22 @@ class LocalSweep:
         self.composer = composer_for(launcher.hydra_context.config_loader, launcher.config)
 
     def plan(self) -> None:
-        """Decide, as run.execute would, whether each job runs: finished jobs are skipped here;
-        an invalid config stops the sweep before any job is sent."""
+        """Finished jobs are skipped here; an invalid config stops the sweep before any job
+        is sent."""
         start = time.perf_counter()
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
-        index = finished_index(self.sweep_dir)
-        for num, overrides in enumerate(self.job_overrides, start=self.first):
-            plain, out = self.composer.plan_inputs(overrides, num, self.sweep_dir)
-            planned = plan_plain(plain, num, out, self.sweep_dir, job_label(overrides), index)
-            self.jobs[num] = Job(num, overrides, planned)
-        HydraConfig.instance().set_config(self.launcher.config)
+        planned = self.composer.plan(self.job_overrides, self.first, self.sweep_dir)
         ms = (time.perf_counter() - start) * 1e3
-        log.info(PLANNED, len(self.jobs), ms, ms / max(1, len(self.jobs)))
-        invalid = [j.planned for j in self.jobs.values() if j.planned.action == INVALID]
-        if invalid:
-            where = "; ".join(f"job #{j.num} [{j.overrides}]: {j.note}" for j in invalid)
-            raise SystemExit(f"attnsvm: invalid config: {where} (no job was started)")
-        for job in self.jobs.values():
-            if job.planned.action == SKIP:
-                job.status = "skipped"
-                log.info("job %s already finished in %s: skipped", *_where(job.planned))
+        log.info(PLANNED, len(planned), ms, ms / max(1, len(planned)))
+        refuse_invalid(planned)
+        for p, overrides in zip(planned, self.job_overrides, strict=True):
+            self.jobs[p.num] = Job(overrides, p, status="skipped" if p.action == SKIP else None)
+            if p.action == SKIP:
+                log.info("job %s already finished in %s: skipped", p.config_hash, p.job_dir)
         todo = sum(j.status is None for j in self.jobs.values())
-        skipped = len(self.jobs) - todo
         log.info(
             "%d jobs in %s: %d to skip (finished before), %d to run",
-            *(len(self.jobs), self.sweep_dir, skipped, todo),
+            *(len(planned), self.sweep_dir, len(planned) - todo, todo),
         )
 
     def run(self) -> None:
@@ -124,7 +98,7 @@ class LocalSweep:
         pool = self.launcher.pool(len(todo))
         if todo:
             for num in todo:
-                log.info("\t#%d : %s", num, job_label(self.jobs[num].overrides))
+                log.info("\t#%d : %s", num, self.jobs[num].planned.overrides)
             pool.run(todo, self._message, self._done)
             HydraConfig.instance().set_config(self.launcher.config)
             log.info(OWN_CPU, time.process_time())
@@ -132,7 +106,7 @@ class LocalSweep:
 
     def _composed(self, job: Job) -> DictConfig:
         if job.config is None:
-            job.config = self.composer.compose(job.overrides, job.num)
+            job.config = self.composer.compose(job.overrides, job.planned.num)
         return job.config
 
     def _message(self, num: int) -> tuple:
@@ -142,10 +116,9 @@ class LocalSweep:
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
         job = self.jobs[num]
-        if outcome.error is None:
-            job.status = outcome.value
-        else:
-            job.status = self._record(job, outcome, interrupted)
+        job.status = (
+            outcome.value if outcome.error is None else self._record(job, outcome, interrupted)
+        )
 
     def _record(self, job: Job, outcome: Outcome, interrupted: str | None) -> str:
         """job.json of a job whose worker died or that raised outside attnsvm's recording:
@@ -155,16 +128,17 @@ class LocalSweep:
         status = "interrupted" if interrupted else "failed"
         error = f"{outcome.error} (sweep {interrupted})" if interrupted else outcome.error
         extra = {"status": status, "traceback": outcome.traceback, "exitcode": outcome.exitcode}
-        out = Path(job.planned.job_dir)
         try:
             cfg = task_config(self._composed(job))
-            where = record_lost_job(cfg, out, self.sweep_dir, str(error), **extra)
+            where = record_lost_job(cfg, Path(job.planned.job_dir), self.sweep_dir, error, **extra)
         except OSError as exc:
-            log.error("job #%d %s: %s; job.json not written: %r", job.num, status, error, exc)
+            log.error(
+                "job #%d %s: %s; job.json not written: %r", job.planned.num, status, error, exc
+            )
             return status
         if where is None:  # it had finished: the result came before the worker died
             return "finished"
-        log.error("job #%d %s: %s", job.num, status, error)
+        log.error("job #%d %s: %s", job.planned.num, status, error)
         return status
 
     def interrupted(self, signum: int, pool: WorkerPool | None) -> None:
@@ -195,7 +169,3 @@ class LocalSweep:
             ret.return_value = job.status
             out.append(ret)
         return out
-
-
-def _where(planned: PlannedJob) -> tuple[str, str]:
-    return planned.config_hash, planned.job_dir

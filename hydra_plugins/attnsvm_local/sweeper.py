@@ -1,19 +1,11 @@
 """``hydra/sweeper=attnsvm`` (conf/config.yaml's default): Hydra's basic sweeper, whose check
-that every job of a batch composes costs milliseconds per job instead of a Hydra composition
-each (which had been half a 40-job sweep's planning).
+that every job composes costs milliseconds per job, not a Hydra composition each
+(compose.SweepComposer.check: the errors are Hydra's own).
 
-The check is the same: Hydra composes every distinct set of structural overrides (config
-groups, ``+key``, ``~key``, ``hydra.*``), and each value override is set on a copy of its node
-as Hydra sets it; any override that fails, or that is not a plain value, is composed in full,
-so the error is Hydra's own (compose.SweepComposer.check). The grid, its batches and
-``hydra.sweeper.params`` are the basic sweeper's; the local launcher reuses the compositions.
-
-A sweep directory that cannot be written (a finished sweep made read-only, shared or
-archived) is planned before anything is written, with any launcher: when every job finished
-before, the sweep reports them skipped and exits 0 having written nothing (no multirun.yaml,
-no launcher started); when some job is left to run, one ``attnsvm:`` line names the directory
-and how many are left, and nothing starts. A launcher that writes nothing (``WRITES_NOTHING``:
-the dry run) is launched as usual, without the multirun.yaml.
+A sweep directory that cannot be written is planned before anything is written: when every
+job finished before, the sweep reports them skipped and exits 0 having written nothing; else
+one ``attnsvm:`` line says how many jobs are left, and nothing starts. A launcher that writes
+nothing (``WRITES_NOTHING``: the dry run) is launched without the multirun.yaml.
 """
 
 from __future__ import annotations
@@ -26,14 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from attnsvm.composition.migrate import migrate_sweep
 from attnsvm.config.input_checks import read_only_message, read_only_part
 from attnsvm.hydra_internals import basic_sweeper
-from attnsvm.results.plan import INVALID, SKIP, plan_plain, record_statuses
-from attnsvm.results.store import finished_index
+from attnsvm.results.plan import SKIP, record_statuses, refuse_invalid
 from hydra_plugins.attnsvm_local.compose import composer_for
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
@@ -77,43 +67,28 @@ class AttnsvmSweeper(basic_sweeper()):
                 migrate_sweep(sweep_dir)  # an old sweep's jobs carried to their job configs
             return super().sweep(arguments)
         if getattr(self.launcher, "WRITES_NOTHING", False):  # the dry run: it lists the jobs
-            return self._launch_unsaved(arguments)
+            return self._each_batch(arguments, lambda b, n: self.launcher.launch(b, n))
         self._finished_read_only(arguments, sweep_dir, blocked)
         return []
 
-    def _batches(self, arguments: list[str]) -> list[list[list[str]]]:
-        """The grid's jobs in batches, as the basic sweeper makes them."""
+    def _each_batch(self, arguments: list[str], fn) -> list:
+        """``fn(batch, first job number)`` for each batch of the grid, checked, as the basic
+        sweeper makes them (without its multirun.yaml)."""
         params = [*self._parse_config(), *arguments]
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        return self.split_arguments(parser.parse_overrides(params), self.max_batch_size)
-
-    def _launch_unsaved(self, arguments: list[str]) -> list:
-        """The basic sweeper's loop without its multirun.yaml."""
-        returns, first = [], 0
-        for batch in self._batches(arguments):
+        out, first = [], 0
+        for batch in self.split_arguments(parser.parse_overrides(params), self.max_batch_size):
             self.validate_batch_is_legal(batch)
-            returns.append(self.launcher.launch(batch, initial_job_idx=first))
+            out.append(fn(batch, first))
             first += len(batch)
-        return returns
+        return out
 
     def _finished_read_only(self, arguments: list[str], sweep_dir: Path, blocked: Path) -> None:
-        """A read-only sweep (module doc): every job planned as the local launcher plans it;
-        all finished: recorded skipped for the summary; else SystemExit with one line."""
-        batches = self._batches(arguments)
+        """A read-only sweep (module doc): all finished, recorded skipped; else SystemExit."""
         composer = composer_for(self.hydra_context.config_loader, self.config)
-        index, planned = finished_index(sweep_dir), []
-        for batch in batches:
-            self.validate_batch_is_legal(batch)
-            for overrides in batch:
-                num = len(planned)
-                plain, out = composer.plan_inputs(list(overrides), num, sweep_dir)
-                label = " ".join(overrides)
-                planned.append(plan_plain(plain, num, out, sweep_dir, label, index))
-        HydraConfig.instance().set_config(self.config)
-        invalid = [j for j in planned if j.action == INVALID]
-        if invalid:
-            where = "; ".join(f"job #{j.num} [{j.overrides}]: {j.note}" for j in invalid)
-            raise SystemExit(f"attnsvm: invalid config: {where} (no job was started)")
+        batches = self._each_batch(arguments, lambda b, n: composer.plan(b, n, sweep_dir))
+        planned = [job for batch in batches for job in batch]
+        refuse_invalid(planned)
         left = sum(j.action != SKIP for j in planned)
         if left:
             what = f"{left} of its {len(planned)} jobs still to run (nothing was started)"
@@ -128,11 +103,10 @@ class AttnsvmSweeper(basic_sweeper()):
 
 
 class Leftovers:
-    """What a sweep writes before its first job: the basic sweeper's multirun.yaml, the Slurm
-    launcher's .submitit folder, the sweep directory and the folders made for it. ``undo``
-    after a failure removes them (restoring an earlier sweep's multirun.yaml) when nothing else
-    was written: a refused sweep point, an unreachable Slurm controller or Ray cluster leaves
-    the disk as it found it. Once a job directory exists the files describe it and stay."""
+    """What a sweep writes before its first job: multirun.yaml, Slurm's .submitit folder, the
+    sweep directory and the folders made for it. ``undo`` after a failure removes them (an
+    earlier sweep's multirun.yaml restored) when nothing else was written there: a refused
+    sweep, an unreachable Slurm controller or Ray cluster leaves the disk as it found it."""
 
     BEFORE_JOBS = ("multirun.yaml", ".submitit")
 
