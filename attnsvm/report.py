@@ -104,7 +104,8 @@ def prepared_summary(sweep_dir: Path, out: Path | None, tmp: Path) -> Path | Non
         began = time.time_ns()
         aggregate(sweep_dir, summary_dir)
         written = (summary_dir or sweep_dir / "summary") / "summary.parquet"
-        os.utime(written, ns=(began, began))  # as current as the moment its reading began
+        if written.is_file():  # none while no job has finished
+            os.utime(written, ns=(began, began))  # as current as the moment its reading began
     return summary_dir
 
 

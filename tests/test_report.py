@@ -329,3 +329,17 @@ def test_a_read_only_sweep_reports_elsewhere_and_writes_nothing_into_it(tmp_path
     assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before
     page = Page(out.read_text())
     assert len(page.frame("summary")) == 2 and "2 finished" in page.text["jobs"]
+
+
+def test_a_sweep_with_no_finished_job_yet_gets_its_page(tmp_path):
+    """--watch's first pages: aggregation writes no summary while no job has finished, and the
+    page is written all the same (the summary's dating skips a summary not written)."""
+    sweep = tmp_path / "s"
+    (job,) = make_sweep(sweep, ds=(2,), kinds=("w",))
+    record = json.loads((job / "job.json").read_text())
+    (job / "job.json").write_text(json.dumps({**record, "status": "running"}))
+    for table in job.glob("*.parquet"):
+        table.unlink()
+    assert report.main([str(sweep)]) == 0
+    assert not (sweep / "summary" / "summary.parquet").exists()
+    assert "1 running" in Page((sweep / "report.html").read_text()).text["jobs"]
