@@ -44,7 +44,9 @@ def skip_unless_system_software(what: str) -> None:
 # Under pytest-xdist (pyproject's addopts: -n 2 --dist loadgroup) a test file runs on one worker,
 # so its module fixtures (the golden tables' recomputation, a sweep several tests read) are made
 # once; the cluster tests share one group, so that no two clusters (or a cluster and a test that
-# needs none running) are up at once.
+# needs none running) are up at once. The groups are read from the file names by the scheduler
+# below: xdist 3.8 marks a group by rewriting ``item._nodeid``, which pytest 9 no longer reads,
+# so its ``xdist_group`` marks split every file over both workers.
 CLUSTER_FILES = (  # every file that starts Ray (or Slurm), or needs none running
     "test_cluster_slurm",
     "test_cluster_ray",
@@ -52,14 +54,55 @@ CLUSTER_FILES = (  # every file that starts Ray (or Slurm), or needs none runnin
     "test_ray_launcher",
     "test_launchers",
 )
+# The groups that take longest (``pytest --durations``), started first so that neither worker is
+# left with a long one at the end; the others follow by their number of tests.
+LONGEST_FIRST = (
+    "cluster",
+    "test_golden",
+    "test_sweep_flow",
+    "test_migrate",
+    "test_docs",
+    "test_sweeps",
+    "test_faults",
+    "test_resume",
+    "test_kernel_levels",
+    "test_sweep_reports",
+    "test_bad_input",
+)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def xdist_group_of(nodeid: str) -> str:
+    """The xdist group of a test: its file's stem, or "cluster"."""
+    module = Path(nodeid.split("::", 1)[0]).stem
+    return "cluster" if module in CLUSTER_FILES else module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup``: one group per test file (``xdist_group_of``), the longest first."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroups(LoadScopeScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group_of(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the queue is complete when the first unit is handed out
+                rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
+                queue = sorted(self.workqueue.items(), key=lambda g: rank.get(g[0], len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(queue)
+                self.ordered = True
+            super()._assign_work_unit(node)
+
+    return FileGroups(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Each test file one xdist group; ``@pytest.mark.system("what")`` skipped unless allowed."""
-    for item in items:
-        module = item.path.stem
-        item.add_marker(pytest.mark.xdist_group("cluster" if module in CLUSTER_FILES else module))
+    """``@pytest.mark.system("what")`` skipped unless allowed."""
     if system_software_allowed():
         return
     for item in items:
