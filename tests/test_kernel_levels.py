@@ -79,8 +79,8 @@ def test_this_machine_runs_at_least_the_baseline_combination():
 @pytest.mark.slow
 @pytest.mark.parametrize("combination", _runnable())
 def test_determinism_holds_under_every_kernel_level(combination):
-    res = _run(
-        combination, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    res = _run(  # in one process (-n 0): xdist workers would only add their start-ups
+        combination, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
         "tests/test_determinism.py", "tests/test_train.py", "tests/test_fused.py",
         *EXPERIMENTS_BATCH_TESTS, "-k", "batch or alone or threads or build",
     )  # fmt: skip
