@@ -315,7 +315,7 @@ WORDS = [
     ("experiment=gd", True),
     ('experiment: str = "gd"  # a package', True),
     ('runs[runs.experiment == "gd"]', True),
-    ("from attnsvm.experiments.gd.pipeline import solve_svms", True),
+    ("from attnsvm.experiments.gd.job import solve_svms", True),
     ("(attnsvm/experiments/gd/limits.py)", True),
     ('entry("gd")', True),
     ("A trained gd job solves", True),
