@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import examples, geometry
+from .examples.plots import PARTS as EXAMPLES
+from .geometry.plots import PARTS as GEOMETRY
 from .parts import chosen
 
-PARTS = (*examples.PARTS, *geometry.PARTS)  # in order: the first that selects runs draws
+PARTS = (*EXAMPLES, *GEOMETRY)  # in order: the first that selects runs draws
 
 
 def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> list[Path]:

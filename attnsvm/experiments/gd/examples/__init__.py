@@ -1,22 +1,4 @@
 """gd's p-model examples: the published max-margin examples (maxmargin.py: their paths of p,
-``+sweeps=maxmargin``) and attention on real images (digits.py: ``+sweeps=digits``), each
-drawing the runs whose data set reads its key."""
-
-from __future__ import annotations
-
-from ..parts import FigurePart
-from . import digits, maxmargin
-
-MAXMARGIN = FigurePart(
-    name="max-margin examples",
-    selects=maxmargin.selects,
-    figures=maxmargin.figures,
-    doc="the path of p in the token plane per example, the losses compared",
-)
-DIGITS = FigurePart(
-    name="digits",
-    selects=digits.selects,
-    figures=digits.figures,
-    doc="the patches GD selected against p^mm, per (n, patch)",
-)
-PARTS = (MAXMARGIN, DIGITS)
+``+sweeps=maxmargin``) and attention on real images (digits.py: ``+sweeps=digits``). plots.py
+declares their figure parts (each draws the runs whose data set reads its key), readme_rows.py
+their rows of the README's results tables."""
