@@ -108,8 +108,8 @@ def test_checkpoints_hold_steps_one_and_two():
 
 @pytest.mark.parametrize("setting", ["two_token", "token_selection"])
 def test_a_seed_alone_and_in_a_batch_gives_identical_rows(setting):
-    batch = benign.run_job(_run(seeds=3, seed=0, setting=setting))
-    alone = benign.run_job(_run(seeds=1, seed=1, setting=setting))
+    batch = benign.EXPERIMENT.run_job(_run(seeds=3, seed=0, setting=setting))
+    alone = benign.EXPERIMENT.run_job(_run(seeds=1, seed=1, setting=setting))
     cols = [c for c in batch.runs if c not in ("train_seconds",)]
     a = batch.runs[batch.runs.seed == 1][cols].reset_index(drop=True)
     b = alone.runs[cols].reset_index(drop=True)
@@ -119,7 +119,7 @@ def test_a_seed_alone_and_in_a_batch_gives_identical_rows(setting):
 
 
 def test_a_job_has_rows_labels_summary_and_figures(tmp_path):
-    res = benign.run_job(_run(seeds=2, steps=8, snr=1.0))
+    res = benign.EXPERIMENT.run_job(_run(seeds=2, steps=8, snr=1.0))
     for col in (
         "status",
         "label",
@@ -137,15 +137,15 @@ def test_a_job_has_rows_labels_summary_and_figures(tmp_path):
         assert col in res.runs, col  # fmt: skip
     assert set(res.trajectory.step) >= {0, 1, 2, 8}
     assert set(res.runs.status) <= {"ok", "diverged", "infeasible", "failed"}
-    assert "benign: 2 seeds" in benign.summary_text(res.runs, res.seconds)
-    paths = benign.figures(res.runs, res.trajectory, tmp_path)
+    assert "benign: 2 seeds" in benign.EXPERIMENT.summary_text(res.runs, res.seconds)
+    paths = benign.EXPERIMENT.figures(res.runs, res.trajectory, tmp_path)
     assert all(p.exists() for p in paths) and any(p.suffix == ".png" for p in paths)
 
 
 def test_a_huge_step_is_diverged_per_seed_not_a_crash():
-    res = benign.run_job(_run(seeds=2, lr=1e308, steps=10))
+    res = benign.EXPERIMENT.run_job(_run(seeds=2, lr=1e308, steps=10))
     assert set(res.runs.status) == {"diverged"}, res.runs[["status", "reason"]]
-    assert "diverged: 2 seeds" in benign.summary_text(res.runs, res.seconds)
+    assert "diverged: 2 seeds" in benign.EXPERIMENT.summary_text(res.runs, res.seconds)
 
 
 A = "is invalid: accepted values are"  # the one message form (attnsvm/config/constraints.py)

@@ -74,7 +74,7 @@ def test_a_released_claim_is_taken_again(tmp_path):
 HOOK = """
 import os
 if os.environ.get("ATTNSVM_TEST_CALLS"):
-    import attnsvm.experiments.gd.pipeline as _pipeline
+    import attnsvm.experiments.gd.job as _pipeline
     _counted = _pipeline.run_job
 
     def counted_run_job(cfg, progress=None):                 # a job computed, in any process

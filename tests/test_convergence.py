@@ -12,7 +12,7 @@ import attnsvm
 from attnsvm import metrics
 from attnsvm.composition import RunConfig
 from attnsvm.config import ConfigError, MetricsConfig
-from attnsvm.experiments.gd.summary import gd_summary_text as summary_text
+from attnsvm.experiments.gd.summary import summary_text
 from attnsvm.job import run_job
 from attnsvm.results.store import config_hash
 

@@ -145,3 +145,70 @@ def test_one_path_syntax_names_its_forms():
     with pytest.raises(ValueError, match="not a 'module:function' path"):
         later("attnsvm.config.checks.plain_name")
     assert later("attnsvm.config.checks:plain_name")("y") == "y"
+
+
+def _package(tmp_path, monkeypatch, name: str, modules: dict[str, str]) -> str:
+    """A package ``name`` in tmp_path with the modules given (module name -> source)."""
+    (tmp_path / name).mkdir()
+    for module, body in modules.items():
+        (tmp_path / name / f"{module}.py").write_text(textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+TEMPLATE_ENTRY = """
+from attnsvm.experiments.experiment import Experiment
+
+EXPERIMENT = Experiment(name="tmpl", package=__name__)
+"""
+
+
+def test_a_template_package_names_none_of_its_functions(tmp_path, monkeypatch):
+    """``package=__name__``: run_job from job.py, summary_text from summary.py, figures from
+    plots.py, published from readme_rows.py's SWEEPS; a module it lacks leaves its field None;
+    none is imported before its function is called, and each call looks it up again (a patched
+    function is seen)."""
+    modules = {
+        "__init__": TEMPLATE_ENTRY,
+        "job": "def run_job(run, progress=None):\n    return ('ran', run)\n",
+        "summary": "import sys\nsys.modules['summary_imported'] = sys\n\n\n"
+        "def summary_text(runs, seconds):\n    return f'{runs} in {seconds}'\n",
+        "plots": "def figures(runs, trajectory, out_dir, sweep=None):\n    return [out_dir]\n",
+        "readme_rows": "SWEEPS = ['row']\n",
+    }
+    name = _package(tmp_path, monkeypatch, "mylab_template", modules)
+    import sys
+
+    found = entry(name)
+    assert f"{name}.job" not in sys.modules and "summary_imported" not in sys.modules
+    assert found.run_job("cfg") == ("ran", "cfg")
+    assert found.summary_text(3, 1.5) == "3 in 1.5" and "summary_imported" in sys.modules
+    assert found.figures(None, None, "out") == ["out"] and found.published() == ["row"]
+    assert found.reanalyse is None and found.bench_cases is None and found.bench_jobs is None
+    monkeypatch.setattr(f"{name}.job.run_job", lambda run, progress=None: "patched")
+    assert found.run_job("cfg") == "patched"
+
+
+def test_a_template_package_without_job_py_is_refused_naming_it(tmp_path, monkeypatch):
+    modules = {"__init__": TEMPLATE_ENTRY, "summary": "def summary_text(runs, seconds):\n    ...\n"}
+    name = _package(tmp_path, monkeypatch, "mylab_template_nojob", modules)
+    with pytest.raises(ConfigError, match=rf"run_job.*job\.py's run_job.*{name}\.job defines no"):
+        entry(name)
+
+
+def test_every_built_in_is_laid_out_as_the_template():
+    """Each built-in names none of its template functions by hand: they are the functions of
+    its job.py, summary.py, plots.py, ... (go-to-definition finds them there), and its own
+    config group's class is ``Config`` in config.py."""
+    from attnsvm.experiments.experiment import TEMPLATE, Template
+
+    for name in builtin_names():
+        found = entry(name)
+        assert found.package == f"attnsvm.experiments.{name}", name
+        for field in TEMPLATE:
+            function = getattr(found, field)
+            assert function is None or isinstance(function, Template), (name, field)
+        assert isinstance(found.run_job, Template) and isinstance(found.summary_text, Template)
+        if found.Config is not None:
+            assert found.Config.__name__ == "Config", name
+            assert found.Config.__module__ == f"attnsvm.experiments.{name}.config", name

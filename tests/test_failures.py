@@ -14,7 +14,7 @@ from cli_helpers import REPO, SMALL, job_dirs, read_job_json, run_cli, sweep_tab
 HOOK = """
 import os
 if os.environ.get("ATTNSVM_TEST_FAIL_D"):
-    import attnsvm.experiments.gd.pipeline as _pipeline
+    import attnsvm.experiments.gd.job as _pipeline
     _run_job = _pipeline.run_job
 
     def run_job(cfg, progress=None):

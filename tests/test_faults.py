@@ -217,10 +217,10 @@ BAD_TARGETS = [
 
 @pytest.mark.parametrize("target,at_compose,expected", BAD_TARGETS, ids=[b[0] for b in BAD_TARGETS])
 def test_a_bad_callable_fails_before_any_work(tmp_path, monkeypatch, target, at_compose, expected):
-    import attnsvm.experiments.gd.pipeline
+    import attnsvm.experiments.gd.job
 
     monkeypatch.setattr(
-        attnsvm.experiments.gd.pipeline, "run_job", lambda *a, **k: pytest.fail("it ran")
+        attnsvm.experiments.gd.job, "run_job", lambda *a, **k: pytest.fail("it ran")
     )
     overrides = [*CALLABLE, f"dataset.target={target}"]
     with pytest.raises(ConfigError) as err:
@@ -234,10 +234,10 @@ def test_a_bad_callable_fails_before_any_work(tmp_path, monkeypatch, target, at_
 
 
 def test_run_job_checks_out_dir_before_training(tmp_path, monkeypatch):
-    import attnsvm.experiments.gd.pipeline
+    import attnsvm.experiments.gd.job
 
     monkeypatch.setattr(
-        attnsvm.experiments.gd.pipeline, "run_job", lambda *a, **k: pytest.fail("it trained")
+        attnsvm.experiments.gd.job, "run_job", lambda *a, **k: pytest.fail("it trained")
     )
     (tmp_path / "a_file").write_text("")
     with pytest.raises(ConfigError, match="out_dir=.*a_file/out.* cannot be written"):

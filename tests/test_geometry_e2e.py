@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _figures(sweep_dir: Path) -> str:
     fig = subprocess.run(
-        [sys.executable, "-m", "attnsvm.experiments.gd.figures_geometry", str(sweep_dir)],
+        [sys.executable, "-m", "attnsvm.experiments.gd.geometry.figures", str(sweep_dir)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert fig.returncode == 0, fig.stderr[-3000:]

@@ -31,7 +31,7 @@ from attnsvm.config import ConfigError, Engine, HeadConfig, OptimizerConfig, Par
 from attnsvm.data.generators import make_instances, published_instance
 from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.regpath import job as regpath
-from attnsvm.experiments.regpath.config import RegpathConfig, RegpathRun
+from attnsvm.experiments.regpath.config import Config, RegpathRun
 from attnsvm.job import run_job
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
@@ -142,7 +142,7 @@ def test_training_keeps_every_tensor_on_the_device(case):
 def test_regularization_path_keeps_every_tensor_on_the_device(kind):
     cfg = RegpathRun(
         parameterization=ParameterizationConfig(kind=kind),
-        regpath=RegpathConfig(points=2, steps=2),
+        regpath=Config(points=2, steps=2),
     )
     with SameDevice():
         inst = make_instances(cfg.dataset, [0, 1], dtype=torch.float32, device="meta")

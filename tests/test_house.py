@@ -33,6 +33,7 @@ import pytest
 
 from attnsvm.data import sets
 from attnsvm.experiments import builtin_names
+from attnsvm.experiments.experiment import TEMPLATE
 
 PKG = Path(__file__).resolve().parents[1] / "attnsvm"
 MAX_MODULE_LINES = 400
@@ -71,7 +72,9 @@ def _targets(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> list
             stem = ".".join([*base, *([node.module] if node.module else [])])
         else:
             stem = node.module or ""
-        names = [stem, *(f"{stem}.{a.name}" for a in node.names)]
+        names = [f"{stem}.{a.name}" for a in node.names]  # a submodule, else the stem's name
+        if node.module:  # from pkg.mod import ...: pkg.mod loads
+            names.insert(0, stem)
     out = []
     for name in names:
         while name and name not in MODULES:  # "pkg.mod.func" -> "pkg.mod"
@@ -93,9 +96,19 @@ def _later_targets(module: str, node: ast.AST) -> list[str]:
     return [match[1]] if match and match[1] in MODULES and match[1] != module else []
 
 
+def _template_targets(module: str, node: ast.AST) -> list[str]:
+    """The template modules of a package whose entry says ``package=__name__``
+    (``Experiment``'s TEMPLATE): imported when their function is first called."""
+    if not (isinstance(node, ast.keyword) and node.arg == "package"):
+        return []
+    if not (isinstance(node.value, ast.Name) and node.value.id == "__name__"):
+        return []
+    return [f"{module}.{m}" for m, _ in TEMPLATE.values() if f"{module}.{m}" in MODULES]
+
+
 def _imports() -> dict[str, set[str]]:
-    """module -> the attnsvm modules it imports: at module level, inside functions, or later
-    by a ``"module:function"`` path."""
+    """module -> the attnsvm modules it imports: at module level, inside functions, later by
+    a ``"module:function"`` path, or as its package's template modules."""
     graph = {}
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text())
@@ -105,7 +118,11 @@ def _imports() -> dict[str, set[str]]:
             for node in ast.walk(tree)
             if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in skip
             for target in _targets(module, path, node)
-        } | {target for node in ast.walk(tree) for target in _later_targets(module, node)}
+        } | {
+            target
+            for node in ast.walk(tree)
+            for target in [*_later_targets(module, node), *_template_targets(module, node)]
+        }
     return graph
 
 
@@ -138,9 +155,11 @@ def test_attnsvm_has_no_import_cycle():
 
 
 def test_the_graph_sees_function_level_and_relative_imports():
-    """The checks above can fail: lazy imports inside functions and ``from .x`` count."""
-    assert "attnsvm.experiments.rankdyn.bench" in GRAPH["attnsvm.experiments.rankdyn"]  # in a def
-    assert "attnsvm.experiments.rankdyn.job" in GRAPH["attnsvm.experiments.rankdyn"]  # later()
+    """The checks above can fail: lazy imports inside functions, ``from .x`` and a package's
+    template modules count."""
+    assert "attnsvm.experiments.gd.figures_sweep" in GRAPH["attnsvm.experiments.gd.plots"]  # def
+    assert "attnsvm.experiments.rankdyn.bench" in GRAPH["attnsvm.experiments.rankdyn"]  # package=
+    assert "attnsvm.experiments.rankdyn.job" in GRAPH["attnsvm.experiments.rankdyn"]  # package=
     assert "attnsvm.data.userdata" in GRAPH["attnsvm.data.sets.file"]  # INSTANCES = "m:f"
     assert "attnsvm.experiments.rankdyn.config" in GRAPH["attnsvm.experiments.rankdyn"]  # relative
 
@@ -315,7 +334,7 @@ WORDS = [
     ("experiment=gd", True),
     ('experiment: str = "gd"  # a package', True),
     ('runs[runs.experiment == "gd"]', True),
-    ("from attnsvm.experiments.gd.pipeline import solve_svms", True),
+    ("from attnsvm.experiments.gd.job import solve_svms", True),
     ("(attnsvm/experiments/gd/limits.py)", True),
     ('entry("gd")', True),
     ("A trained gd job solves", True),

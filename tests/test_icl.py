@@ -21,7 +21,7 @@ LINEAR = np.array([1.0, 2.5, 4.0])
 def job(seed: int = 0, seeds: int = 1, **keys):
     run = SimpleNamespace(seed=seed, seeds=seeds, dtype="float64", device="cpu", threads=1)
     run.icl = Config(**keys)
-    return icl.run_job(run)
+    return icl.EXPERIMENT.run_job(run)
 
 
 def numpy_prompts(M: int, eig: np.ndarray, N: int, noise: float, seed: int = 0):
@@ -233,10 +233,10 @@ def test_summary_and_figures(tmp_path):
     parts = [job(seeds=2, N=N, layers=L, **keys) for N, L in [(5, 1), (10, 1), (5, 2)]]
     runs = pd.concat([p.runs for p in parts], ignore_index=True)
     trajectory = pd.concat([p.trajectory for p in parts], ignore_index=True)
-    text = icl.summary_text(parts[0].runs, parts[0].seconds)
+    text = icl.EXPERIMENT.summary_text(parts[0].runs, parts[0].seconds)
     assert "A vs Gamma^-1: corr" in text and "2/2 seeds ok" in text
-    assert "defined for one layer" in icl.summary_text(parts[2].runs, 1.0)
-    written = icl.figures(runs, trajectory, tmp_path)
+    assert "defined for one layer" in icl.EXPERIMENT.summary_text(parts[2].runs, 1.0)
+    written = icl.EXPERIMENT.figures(runs, trajectory, tmp_path)
     names = sorted(p.name for p in written)
     assert names == ["icl_N.png", "icl_layers.png", "icl_table.csv", "icl_trajectory.png"]
     assert all(p.stat().st_size > 10_000 for p in written if p.suffix == ".png")

@@ -166,7 +166,7 @@ def test_maxmargin_sweep_and_its_figure_command(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:]
     fig = subprocess.run(
-        [sys.executable, "-m", "attnsvm.experiments.gd.figures_maxmargin", str(tmp_path)],
+        [sys.executable, "-m", "attnsvm.experiments.gd.examples.maxmargin", str(tmp_path)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert fig.returncode == 0, fig.stderr[-3000:]

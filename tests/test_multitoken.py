@@ -13,7 +13,7 @@ from attnsvm.config import (
     ParameterizationConfig,
     SolverConfig,
 )
-from attnsvm.experiments.multitoken.config import MultitokenConfig, MultitokenRun
+from attnsvm.experiments.multitoken.config import Config, MultitokenRun
 from attnsvm.experiments.multitoken.job import (
     _pairs,
     acceptance_flags,
@@ -74,7 +74,7 @@ def _multitoken_cfg(d: int, steps: int, every: int, target: int, batch_size: int
         dataset=DatasetConfig(generator=Generator.relu, n=3, T=4, d=d),
         head=HeadConfig(kind=Head.relu),
         optimizer=OptimizerConfig(steps=steps, checkpoint_every=every),
-        multitoken=MultitokenConfig(target_accepted=target),
+        multitoken=Config(target_accepted=target),
         seed=1,
         batch_size=batch_size,
     )

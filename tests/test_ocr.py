@@ -128,9 +128,9 @@ def test_adamw_is_torchs_and_ngd_moves_each_tensor_along_its_normalized_gradient
 @pytest.mark.parametrize("kw", [dict(), dict(ov="merged", rule="ngd", attention="softmax")])
 def test_a_seed_has_the_same_bits_alone_in_a_batch_and_at_any_batch_size(kw):
     keys = dict(**TINY, steps=30, checkpoint_every=10, **kw)
-    batch = ocr.run_job(_run(seeds=4, **keys))
-    alone = ocr.run_job(_run(seeds=1, seed=2, **keys))
-    split = ocr.run_job(_run(seeds=4, batch_size=3, **keys))
+    batch = ocr.EXPERIMENT.run_job(_run(seeds=4, **keys))
+    alone = ocr.EXPERIMENT.run_job(_run(seeds=1, seed=2, **keys))
+    split = ocr.EXPERIMENT.run_job(_run(seeds=4, batch_size=3, **keys))
     runs, traj = batch.runs.drop(columns=TIMING), batch.trajectory
     assert_frames_identical(split.runs.drop(columns=TIMING), runs, "batch_size=3")
     assert_frames_identical(split.trajectory, traj, "batch_size=3 trajectory")
@@ -183,7 +183,7 @@ def test_a_solver_failure_is_a_solver_error_never_infeasible(monkeypatch):
                 for k in ("fro", "nuc")}  # fmt: skip
 
     monkeypatch.setattr(svm, "solve", failed)
-    res = ocr.run_job(_run(seeds=2, **TINY, steps=5, checkpoint_every=5))
+    res = ocr.EXPERIMENT.run_job(_run(seeds=2, **TINY, steps=5, checkpoint_every=5))
     assert set(res.runs.status) == {"solver_error"}
     assert "numerical trouble" in res.runs.reason.iloc[0]
     assert res.runs.heldout_acc_nuc.isna().all() and res.runs.heldout_acc.notna().all()
@@ -217,15 +217,15 @@ def test_a_device_other_than_the_cpu_is_refused():
 
 def test_summary_and_figures(tmp_path):
     keys = dict(**TINY, steps=20, checkpoint_every=10)
-    parts = [ocr.run_job(_run(seeds=2, ov=ov, rank=r, **keys))
+    parts = [ocr.EXPERIMENT.run_job(_run(seeds=2, ov=ov, rank=r, **keys))
              for ov, r in [("merged", None), ("factorized", 3), ("factorized", 6)]]  # fmt: skip
     import pandas as pd
 
     runs = pd.concat([p.runs for p in parts], ignore_index=True)
     traj = pd.concat([p.trajectory for p in parts], ignore_index=True)
-    text = ocr.summary_text(parts[1].runs, parts[1].seconds)
+    text = ocr.EXPERIMENT.summary_text(parts[1].runs, parts[1].seconds)
     assert "2/2 seeds ok" in text and "nuclear 1.000" in text
-    written = sorted(p.name for p in ocr.figures(runs, traj, tmp_path))
+    written = sorted(p.name for p in ocr.EXPERIMENT.figures(runs, traj, tmp_path))
     assert written == ["ocr_corr.png", "ocr_heldout.png", "ocr_rank.png", "ocr_table.csv"]
     table = pd.read_csv(tmp_path / "ocr_table.csv")
     assert len(table) == 3 and (table.ok == 2).all()

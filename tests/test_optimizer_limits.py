@@ -19,7 +19,7 @@ from attnsvm.config import ConfigError, OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments.gd import limits
 from attnsvm.experiments.gd.kkt import linf_ball_residual
-from attnsvm.experiments.gd.summary import Columns, closer_line, gd_summary_text
+from attnsvm.experiments.gd.summary import Columns, closer_line, summary_text
 from attnsvm.train import kernel
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.loop import autograd_loss_and_grads, loss_and_grad_w, train
@@ -272,7 +272,7 @@ def test_signum_and_adamw_jobs_report_against_their_limits():
     short = ["seeds=2", "optimizer.steps=60", "optimizer.checkpoint_every=20"]
     signum = attnsvm.run_job(attnsvm.compose(["optimizer=signum", *short]))
     assert set(signum.runs.limit) == {"max-norm SVM"}
-    text = gd_summary_text(signum.runs, 1.0)
+    text = summary_text(signum.runs, 1.0)
     assert "convergence measured against: max-norm SVM" in text
     assert "closer to max-norm SVM than to W^mm (final corr): " in text
     adamw = attnsvm.run_job(
@@ -282,4 +282,4 @@ def test_signum_and_adamw_jobs_report_against_their_limits():
     assert set(runs.limit) == {"l_inf-ball KKT point"}
     assert {"lam_w_max", "kkt_linf"} <= set(runs) and {"lam_w_max", "kkt_linf"} <= set(traj)
     np.testing.assert_allclose(runs.corr_limit, 1 - runs.kkt_linf)
-    assert "final kkt_linf" in gd_summary_text(runs, 1.0)
+    assert "final kkt_linf" in summary_text(runs, 1.0)

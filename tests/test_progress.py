@@ -136,7 +136,7 @@ def test_benign_reports_its_training_steps_and_svms():
     from hydra import compose, initialize_config_dir
 
     from attnsvm.composition import register_configs, to_run_config
-    from attnsvm.experiments.benign import run_job as benign_job
+    from attnsvm.experiments.benign.job import run_job as benign_job
     from cli_helpers import REPO
 
     register_configs()

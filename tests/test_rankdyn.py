@@ -114,7 +114,7 @@ def test_the_recorded_spectrum_is_svdvals_of_k_qt_along_the_path(rule):
         if rule == "ngd":
             gK, gQ = (g / g.flatten(1).norm(dim=1)[:, None, None] for g in (gK, gQ))
         K, Q = K - lr * gK, Q - lr * gQ
-    res = rankdyn.run_job(_run(alpha=0.1, rule=rule, steps=6, checkpoints=6))
+    res = rankdyn.EXPERIMENT.run_job(_run(alpha=0.1, rule=rule, steps=6, checkpoints=6))
     tr = res.trajectory[res.trajectory.seed == 1].sort_values("step")
     sv = torch.linalg.svdvals(rec.W[:, 1]).numpy()  # (C, d)
     got = tr[[f"sv{k}" for k in range(10)]].to_numpy()
@@ -124,8 +124,8 @@ def test_the_recorded_spectrum_is_svdvals_of_k_qt_along_the_path(rule):
 
 def test_a_seed_has_the_same_bits_alone_and_in_a_batch():
     kw = dict(alpha=1e-2, steps=150, checkpoints=12)
-    batch = rankdyn.run_job(_run(seeds=4, seed=0, **kw))
-    alone = rankdyn.run_job(_run(seeds=1, seed=2, **kw))
+    batch = rankdyn.EXPERIMENT.run_job(_run(seeds=4, seed=0, **kw))
+    alone = rankdyn.EXPERIMENT.run_job(_run(seeds=1, seed=2, **kw))
     cols = ["step", "loss", "eff_rank", "corr_nuc", *[f"sv{k}" for k in range(10)]]
     mine = batch.trajectory[batch.trajectory.seed == 2][cols].reset_index(drop=True)
     assert mine.equals(alone.trajectory[cols].reset_index(drop=True))
@@ -150,7 +150,7 @@ def _nuclear_svm_by_cvxpy(X, Z, alpha):
 
 def test_rank_nuc_and_corr_nuc_are_the_nuclear_svm_at_the_selected_tokens():
     kw = dict(alpha=0.1, rule="ngd", steps=300, checkpoints=10, n=3, T=4, d=4)
-    res = rankdyn.run_job(_run(seeds=2, **kw))
+    res = rankdyn.EXPERIMENT.run_job(_run(seeds=2, **kw))
     assert res.runs.status.eq("ok").all()
     inst = make_instances(DatasetConfig(n=3, T=4, d=4), [0, 1])
     rec = train_rank(inst, LinearHead(inst), Config(**kw))  # the same final K Q^T
@@ -178,13 +178,13 @@ def test_the_docs_table_is_the_published_summary():
 
 
 def test_job_tables_carry_the_contract_and_the_figures_draw(tmp_path):
-    res = rankdyn.run_job(_run(seeds=2, alpha=1e-2, steps=40, checkpoints=8))
+    res = rankdyn.EXPERIMENT.run_job(_run(seeds=2, alpha=1e-2, steps=40, checkpoints=8))
     for col in ("seed", "status", "stage_steps", "n_stages", "final_eff_rank", "rank_nuc",
                 "corr_nuc", "loss", "rankdyn.alpha", "rankdyn.rule"):  # fmt: skip
         assert col in res.runs, col
     assert {"seed", "step", "loss", "eff_rank", "sv0", "sv9"} <= set(res.trajectory)
-    assert "rankdyn: 2 seeds" in rankdyn.summary_text(res.runs, res.seconds)
-    paths = rankdyn.figures(res.runs, res.trajectory, tmp_path)
+    assert "rankdyn: 2 seeds" in rankdyn.EXPERIMENT.summary_text(res.runs, res.seconds)
+    paths = rankdyn.EXPERIMENT.figures(res.runs, res.trajectory, tmp_path)
     assert paths and all(p.stat().st_size > 0 for p in paths)
 
 

@@ -25,7 +25,7 @@ def no_training(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a re-analysis trained")
 
-    import attnsvm.experiments.gd.pipeline as pipeline
+    import attnsvm.experiments.gd.job as pipeline
     import attnsvm.train.loop as loop
 
     for module, name in ((pipeline, "train"), (loop, "train"), (pipeline, "run_batch")):

@@ -5,7 +5,7 @@ import pytest
 
 from attnsvm.composition import DatasetConfig
 from attnsvm.config import Parameterization, ParameterizationConfig
-from attnsvm.experiments.regpath.config import RegpathConfig, RegpathRun
+from attnsvm.experiments.regpath.config import Config, RegpathRun
 from attnsvm.experiments.regpath.job import run_job
 
 
@@ -14,7 +14,7 @@ def test_regpath_direction_approaches_the_svm(kind, column):
     cfg = RegpathRun(
         dataset=DatasetConfig(n=2, T=3, d=4),
         parameterization=ParameterizationConfig(kind=Parameterization(kind)),
-        regpath=RegpathConfig(r_min=1.0, r_max=300.0, points=5, steps=300),
+        regpath=Config(r_min=1.0, r_max=300.0, points=5, steps=300),
         seeds=2,
     )
     res = run_job(cfg)
@@ -48,7 +48,7 @@ def test_a_step_that_overflows_is_reported_diverged_never_ok(lr):
     cfg = RegpathRun(
         seeds=2,
         dataset=DatasetConfig(n=4, T=5, d=4),
-        regpath=RegpathConfig(points=4, steps=30, r_max=50.0, lr=lr),
+        regpath=Config(points=4, steps=30, r_max=50.0, lr=lr),
     )
     runs = run_job(cfg).runs
     ok = runs[runs.status == "ok"]

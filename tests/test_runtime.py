@@ -40,7 +40,7 @@ def test_every_experiment_runs_within_the_threads_limit(monkeypatch, experiment)
         seen["blas"] = {pool["num_threads"] for pool in threadpool_info()}
         raise StopIteration
 
-    for module in ("gd.pipeline", "multitoken.job", "regpath.job"):  # what EXPERIMENT.run_job calls
+    for module in ("gd.job", "multitoken.job", "regpath.job"):  # what EXPERIMENT.run_job calls
         monkeypatch.setattr(f"attnsvm.experiments.{module}.run_job", record)
     torch.set_num_threads(2)
     try:

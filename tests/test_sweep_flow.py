@@ -39,7 +39,7 @@ if os.environ.get("ATTNSVM_TEST_PIDS"):
         with open(os.environ["ATTNSVM_TEST_PIDS"], "a") as fh:
             fh.write(f"{os.getpid()}\\n")
 if os.environ.get("ATTNSVM_TEST_CALLS"):
-    import attnsvm.experiments.gd.pipeline as _pipeline
+    import attnsvm.experiments.gd.job as _pipeline
     _counted = _pipeline.run_job
 
     def counted_run_job(cfg, progress=None):                 # a job computed, in any process
@@ -60,7 +60,7 @@ if os.environ.get("ATTNSVM_TEST_COMPOSE"):
     _Loader.load_sweep_config = load_sweep_config
 if os.environ.get("ATTNSVM_TEST_D"):
     import signal
-    import attnsvm.experiments.gd.pipeline as _pipeline
+    import attnsvm.experiments.gd.job as _pipeline
     _run_job = _pipeline.run_job
 
     def run_job(cfg, progress=None):

@@ -7,15 +7,20 @@ object of the class ``Experiment`` (attnsvm/experiments/experiment.py):
 
     EXPERIMENT = Experiment(
         name="icl",                  # experiment=NAME (yours: the name its messages use)
-        run_job=run_job,             # (run, progress=None) -> JobResult: all seeds of one job
-        summary_text=summary_text,   # (runs, seconds) -> str, printed after the run
+        package=__name__,            # a package laid out as the template names none of its
+                                     #   functions: each is its template module's, imported
+                                     #   when first called (experiment.py: TEMPLATE):
+                                     #   job.py       run_job(run, progress=None) -> JobResult
+                                     #   summary.py   summary_text(runs, seconds) -> str
+                                     #   plots.py     figures(runs, trajectory, out_dir, sweep)
+                                     #   readme_rows.py  SWEEPS: its README results rows
+                                     #   bench.py     bench_cases(quick), bench_jobs(quick)
+                                     #   reanalysis.py  reanalyse(run, arrays, before)
         Run=IclRun,                  # optional: its job's config, written out: RunBase (the
                                      #   keys every job has) and the groups it reads
                                      #   (attnsvm/experiments/icl/config.py); default RunBase
-        Config=IclConfig,            # optional: its own config group (a field of Run), at
-        config_group="icl",          #   key config_group (default: name)
-        figures=figures,             # optional: (runs, trajectory, out_dir, sweep=None) -> list,
-                                     #   aggregate draws (its own jobs' rows only)
+        Config=Config,               # optional: its own config group (a field of Run; config.py
+        config_group="icl",          #   ``Config``), at key config_group (default: name)
         columns=Columns(...),        # optional: its summary, console table and report columns
                                      #   (attnsvm/results/columns.py), or a function of one
                                      #   config point's runs returning them; default: the
@@ -30,19 +35,17 @@ object of the class ``Experiment`` (attnsvm/experiments/experiment.py):
                                      #   <group>.kind, its key named <group>)
         datasets=("nexttoken",),     # optional: data sets only it reads
         fused_unfit="why",           # optional: why its training cannot use the fused kernel
-        published=published,         # optional: () -> its sweeps' rows of the README's results
-                                     #   tables (attnsvm/results/published.py: Published)
-        bench_cases=bench_cases,     # optional: (quick) -> {case: {"batched": x, "alone": y}},
-                                     #   its own cases of python -m attnsvm.bench
-        bench_jobs=bench_jobs,       # optional: (quick) -> [{"what", "target", "wall", "cpu",
-                                     #   "outer", "peak_mib"}]: whole jobs of it, timed there
         doc=__doc__,                 # optional: what it is (default: its module's docstring)
     )
 
-The fields are checked when it is built: a misspelt, missing or mistyped field fails there
-with its name, and a module without ``EXPERIMENT`` is refused when named. A function whose code
-imports torch is best named, not imported: ``run_job=later("mylab.exp.job:run_job")``
-(attnsvm/config/plugins.py) imports it when first called, so finding the entries stays light.
+A single module (your own, ``experiment=mylab.my_exp``) names its functions instead:
+``run_job=run_job, summary_text=summary_text`` (required without ``package=``), and optionally
+``figures=``, ``published=``, ``bench_cases=``, ``bench_jobs=``, ``reanalyse=`` (a field given
+by name wins over the template's in a package too). The fields are checked when it is built: a
+misspelt, missing or mistyped field fails there with its name, and a module without
+``EXPERIMENT`` is refused when named. A function whose code imports torch is best named, not
+imported: ``run_job=later("mylab.exp.job:run_job")`` (attnsvm/config/plugins.py) imports it
+when first called, so finding the entries stays light.
 
 conf/experiment/<name>.yaml composes a built-in's Run with one option per group it reads
 (``experiment=NAME`` is a Hydra config group); an experiment without such a file (your own

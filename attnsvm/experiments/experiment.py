@@ -3,13 +3,22 @@ Experiment(...)`` (attnsvm/experiments/__init__.py: the registry reads nothing e
 
 Its fields are checked when it is built: a misspelt or missing field fails there, with its name
 (the registry re-raises it as a ConfigError naming the module).
+
+A package laid out as the template (``package=__name__``) names none of its functions: each
+function field it leaves out is the one its template module defines (``TEMPLATE``: job.py's
+``run_job``, summary.py's ``summary_text``, plots.py's ``figures``, ...), imported when first
+called, so reading the entries imports no torch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 
 from attnsvm.config.schema import RunBase
 from attnsvm.results.columns import Columns
@@ -20,8 +29,10 @@ class Experiment:
     """One experiment: a built-in package of attnsvm/experiments/ or your own module."""
 
     name: str  # experiment=NAME of a built-in; yours: any name its messages use
-    run_job: Callable  # (run, progress=None) -> JobResult: all seeds of one job
-    summary_text: Callable  # (runs, seconds) -> str, printed after the run
+    package: str | None = None  # a package laid out as the template (its __name__): each
+    #   function below left out is its template module's (TEMPLATE), imported when called
+    run_job: Callable | None = None  # (run, progress=None) -> JobResult: all seeds of one job
+    summary_text: Callable | None = None  # (runs, seconds) -> str, printed after the run
     Run: type | None = None  # its job's config: RunBase and the groups and keys it reads
     #   (None: RunBase alone, the keys every job has)
     Config: type | None = None  # its own config group (a dataclass), a field of Run ...
@@ -48,8 +59,13 @@ class Experiment:
     doc: str = ""  # what it is (python -m attnsvm.run --help); default: its module's docstring
 
     def __post_init__(self) -> None:
+        _expect(self, "package", _maybe(self, "package", _is_str), "a package's name or None")
+        if self.package is not None:
+            for name, (module, attr) in TEMPLATE.items():
+                if getattr(self, name) is None and attr in _defined(f"{self.package}.{module}"):
+                    object.__setattr__(self, name, Template(f"{self.package}.{module}", attr))
         for name in ("run_job", "summary_text"):
-            _expect(self, name, callable(getattr(self, name)), "a function")
+            _expect(self, name, callable(getattr(self, name)), _required(self, name))
         for name in ("figures", "check", "published", "bench_cases", "bench_jobs", "reanalyse"):
             _expect(self, name, _maybe(self, name, callable), "a function or None")
         _expect(self, "name", isinstance(self.name, str) and self.name != "", "a non-empty str")
@@ -85,11 +101,51 @@ class Experiment:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Experiment))
-REQUIRED = tuple(
-    f.name
-    for f in dataclasses.fields(Experiment)
-    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-)
+REQUIRED = ("name", "run_job", "summary_text")  # run_job and summary_text: or package's
+
+# a package's template: function field -> (its module in the package, the name it defines
+# there); a name bound to a value (readme_rows.py's SWEEPS) is the function's return value
+TEMPLATE = {
+    "run_job": ("job", "run_job"),
+    "summary_text": ("summary", "summary_text"),
+    "figures": ("plots", "figures"),
+    "reanalyse": ("reanalysis", "reanalyse"),
+    "published": ("readme_rows", "SWEEPS"),
+    "bench_cases": ("bench", "bench_cases"),
+    "bench_jobs": ("bench", "bench_jobs"),
+}
+
+
+@dataclass(frozen=True)
+class Template:
+    """``name`` of module ``module`` (a template module of a package), imported when first
+    called and looked up at every call (a patched function is seen); go-to-definition finds it
+    in that module."""
+
+    module: str
+    name: str
+
+    def __call__(self, *args, **kwargs):
+        found = getattr(importlib.import_module(self.module), self.name)
+        return found(*args, **kwargs) if callable(found) else found
+
+
+@cache
+def _defined(module: str) -> frozenset[str]:
+    """The top-level names ``module`` defines (``def NAME``, ``NAME =``), read from its source
+    without importing it; none where there is no such module."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return frozenset()
+    with open(spec.origin, encoding="utf-8") as source:
+        text = source.read()
+    return frozenset(re.findall(r"^(?:async )?(?:def |class )?([A-Za-z_]\w*)\s*[(:=]", text, re.M))
+
+
+def _required(obj, name: str) -> str:
+    module, attr = TEMPLATE[name]
+    where = f" ({obj.package}.{module} defines no {attr})" if obj.package else ""
+    return f"a function, or with package=, its {module}.py's {attr}{where}"
 
 
 def _is_str(value) -> bool:

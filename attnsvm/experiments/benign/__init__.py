@@ -32,63 +32,15 @@ _COLUMNS = Columns(
 )
 
 
-def published() -> list:
-    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
-    from .readme_rows import SWEEPS
-
-    return SWEEPS
-
-
-def bench_cases(quick: bool) -> dict:
-    """Its case of ``python -m attnsvm.bench`` (bench.py): the default two_token job, all seeds in
-    one batch vs one seed at a time."""
-    from .bench import bench_benign
-
-    r = bench_benign(quick)
-    return {f"two_token, default job (n={r['n']}, d={r['d']}), {r['steps']} steps": r}
-
-
-def run_job(*args, **kwargs):
-    """job.py's ``run_job``, imported when called (its imports are heavy)."""
-    from .job import run_job
-
-    return run_job(*args, **kwargs)
-
-
-def summary_text(*args, **kwargs):
-    """summary.py's ``summary_text``, imported when called (its imports are heavy)."""
-    from .summary import summary_text
-
-    return summary_text(*args, **kwargs)
-
-
-def summary_table(*args, **kwargs):
-    """summary.py's ``summary_table``, imported when called (its imports are heavy)."""
-    from .summary import summary_table
-
-    return summary_table(*args, **kwargs)
-
-
-def figures(*args, **kwargs):
-    """plots.py's ``figures``, imported when called (its imports are heavy)."""
-    from .plots import figures
-
-    return figures(*args, **kwargs)
-
-
 EXPERIMENT = Experiment(
     name="benign",
-    run_job=run_job,
-    summary_text=summary_text,
+    package=__name__,  # its functions: job.py's run_job, summary.py's, plots.py's, ...
     Run=BenignRun,
     Config=Config,
     config_group="benign",
-    figures=figures,
     columns=_COLUMNS,
     fused_unfit="its own batched loop trains (p, v) or (W, p) on noisy labels",
     instead={"optimizer.kind": "benign.rule", "optimizer.checkpoint_every": "benign.checkpoints"},
-    published=published,
-    bench_cases=bench_cases,
     doc=__doc__,
 )
 
@@ -99,8 +51,4 @@ __all__ = [
     "Init",
     "Rule",
     "Setting",
-    "figures",
-    "run_job",
-    "summary_table",
-    "summary_text",
 ]

@@ -1,7 +1,7 @@
 """The bench case of benign (for ``python -m attnsvm.bench``): the default two_token training
 with every seed of a job in one batch against one seed at a time, seed-runs per CPU second.
 
-    from attnsvm.experiments.benign.bench import bench_benign
+    from .bench import bench_benign
     bench_benign(quick=True)   # {"batched": ..., "alone": ..., "ratio": ...}
 """
 
@@ -47,6 +47,13 @@ def bench_benign(quick: bool) -> dict:
     out = {"batched": R / batched, "alone": alone / one, "seeds": R, "steps": cfg.n_steps}
     out |= {"n": cfg.n, "d": cfg.d}  # the case's label names them (never a stale copy)
     return {**out, "ratio": out["batched"] / out["alone"], "wall": wall}
+
+
+def bench_cases(quick: bool) -> dict:
+    """Its case of ``python -m attnsvm.bench``: the default two_token job, all seeds in one
+    batch vs one seed at a time."""
+    r = bench_benign(quick)
+    return {f"two_token, default job (n={r['n']}, d={r['d']}), {r['steps']} steps": r}
 
 
 if __name__ == "__main__":  # python -m attnsvm.experiments.benign.bench

@@ -3,7 +3,7 @@ per seed what was fit (clean and flipped labels), the clean test accuracy, where
 the max-margin interpolator at the selected tokens, and a label: benign / harmful / not
 interpolating (at the end and after 1 and 2 steps).
 
-    from attnsvm.experiments.benign import run_job
+    from attnsvm.experiments.benign.job import run_job
     result = run_job(run)     # run.benign: Config; run.seed, run.seeds, run.dtype, run.device
 """
 
@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-import attnsvm.experiments.benign.data as data
 from attnsvm.progress import reporter
 from attnsvm.results.contract import group_columns
 from attnsvm.results.stack import with_constants
 
+from . import data
 from .config import Config, Setting
 from .svm import solve_seed
 from .train import Record, train_benign

@@ -24,9 +24,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from attnsvm.experiments.gd.figures_paths import PARAM_LABEL, paths_figures  # noqa: E402
 from attnsvm.figures.files import save, theme  # noqa: E402
 from attnsvm.metrics import CONV_TYPES  # noqa: E402
+
+from .figures_paths import PARAM_LABEL, paths_figures  # noqa: E402
 
 PARAM_COLOR = {"w": "tab:blue", "kq": "tab:red"}
 MAX_CURVE_POINTS = 8  # more config points than this get no per-iteration figure

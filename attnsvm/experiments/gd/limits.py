@@ -30,12 +30,13 @@ import numpy as np
 from attnsvm import metrics
 from attnsvm.config.enums import Optimizer, Parameterization
 from attnsvm.config.schema import SolverConfig
-from attnsvm.experiments.gd.kkt import LABEL as KKT_LABEL
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 from attnsvm.svm.norm_names import FEASIBILITY, lp_exponent, norm_names
 from attnsvm.train.parameterizations import svm_norm
 from attnsvm.train.step_rules import limit_norm
+
+from .kkt import LABEL as KKT_LABEL
 
 LABELS = {"fro": "W^mm", "nuc": "W^mm_*", "max": "max-norm SVM", "spectral": "spectral SVM"}
 

@@ -1,10 +1,12 @@
-"""What ``python -m attnsvm.aggregate`` draws for gd jobs: the figures that fit the sweep.
+"""What ``python -m attnsvm.aggregate`` draws for gd jobs: the figures of the part of gd the
+sweep's runs belong to.
 
-The published max-margin examples get their path pictures (figures_maxmargin.py), the digits
-their curves (figures_digits.py), sweeps over step rules or SVM norms the geometry heatmap or
-the Bregman curves (figures_geometry.py); every other gd sweep the shared figures: rank and
-feasibility, the convergence mix, the softmax and correlation curves (figures_sweep.py), the
-2-D paths (figures_paths.py).
+Its parts are declared in their own packages and listed here in order (parts.py): the p-model
+examples (examples/: the max-margin examples' paths, the digits' patches) and the optimizer
+geometry studies (geometry/: step rules against SVM norms, mirror descent). The first part that
+selects any of the runs draws the runs it selects; a sweep no part selects gets the paper's
+figures: rank and feasibility, the convergence mix, the softmax and correlation curves
+(figures_sweep.py), the 2-D paths (figures_paths.py).
 """
 
 from __future__ import annotations
@@ -13,30 +15,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from .examples.plots import PARTS as EXAMPLES
+from .geometry.plots import PARTS as GEOMETRY
+from .parts import chosen
 
-def _column(runs: pd.DataFrame, key: str) -> pd.Series:
-    return runs[key] if key in runs else pd.Series(dtype=object)
+PARTS = (*EXAMPLES, *GEOMETRY)  # in order: the first that selects runs draws
 
 
 def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> list[Path]:
-    """The figures of the sweep's gd jobs (``sweep``: the loaded sweep, for the shared ones)."""
-    generators = set(_column(runs, "dataset.generator").dropna())
-    if "maxmargin" in generators:
-        from attnsvm.experiments.gd.figures_maxmargin import figures as maxmargin
-
-        return maxmargin(runs, traj, out)
-    if "digits" in generators:
-        from attnsvm.experiments.gd.figures_digits import figures as digits
-
-        return digits(runs, traj, out)
-    from attnsvm.experiments.gd.figures_variants import has_variants
-
-    # step rules, mirror descent, or variants of one rule (+sweeps=geometry_adam)
-    geometry = runs.optimizer.nunique() > 1 or set(runs.optimizer) == {"md"} or has_variants(runs)
-    if geometry and "conv_type" in runs:
-        from attnsvm.experiments.gd.figures_geometry import figures as geometry
-
-        return geometry(runs, traj, out, sweep)
-    from attnsvm.experiments.gd.figures_sweep import draw_all
+    """The figures of the sweep's gd jobs (``sweep``: the loaded sweep, for the paper's)."""
+    part, rows = chosen(PARTS, runs)
+    if part is not None:
+        return part.figures(runs[rows], traj, out, sweep)
+    from .figures_sweep import draw_all
 
     return draw_all(sweep, sweep.summary, out)

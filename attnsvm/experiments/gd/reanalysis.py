@@ -20,14 +20,15 @@ import torch
 from attnsvm.config.enums import Parameterization
 from attnsvm.data.generators import make_instances
 from attnsvm.data.maxmargin import key_query
-from attnsvm.experiments.gd.artifacts import (
+from attnsvm.results.artifacts import meta, read_meta
+from attnsvm.results.contract import JobResult, config_columns
+
+from .artifacts import (
     SVM_PREFIXES,
     check_draw,
     svm_arrays,
     trajectory,
 )
-from attnsvm.results.artifacts import meta, read_meta
-from attnsvm.results.contract import JobResult, config_columns
 
 # row columns computed from the curve over all checkpoints, not from the final state
 CURVE_PREFIXES = ("rate_",)
@@ -38,7 +39,7 @@ CURVE_COLUMNS += ("conv_type",)
 def reanalyse(cfg, arrays: dict, before: JobResult) -> JobResult:
     """The job's result under ``cfg`` from its ``arrays`` and its result ``before`` (the
     tables the training run wrote); see the module's docstring for what is recomputed."""
-    from attnsvm.experiments.gd.pipeline import analyse_batch, job_result, run_job
+    from .job import analyse_batch, job_result, run_job
 
     t0 = time.perf_counter()
     if "steps" not in arrays:  # an SVM-only job (train=false): nothing was trained

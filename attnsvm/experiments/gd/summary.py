@@ -140,7 +140,7 @@ def closer_line(cols: Columns, names: str) -> list[str]:
     return [f"  closer to {names} than to W^mm (final corr): {int(closer.sum())}/{len(cols)} seeds"]
 
 
-def gd_summary_text(runs: pd.DataFrame, seconds: float) -> str:
+def summary_text(runs: pd.DataFrame, seconds: float) -> str:
     """experiment=gd: seeds by status, mean final correlations, saturation, convergence types."""
     cols = Columns(runs)
     first = cols.first

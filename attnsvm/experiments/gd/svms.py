@@ -8,13 +8,14 @@ import time
 
 import numpy as np
 
-import attnsvm.experiments.gd.limits as limits  # the module, not the package (no cycle)
 from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import Instances
 from attnsvm.progress import Progress
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 from attnsvm.svm.masked import masked_problem, unmask
+
+from . import limits  # the module, not the package (no cycle)
 
 
 def seed_mask(inst: Instances, r: int):

@@ -13,8 +13,9 @@ Gamma^{-1}, Gamma = (1 + 1/N) Lam + (tr Lam / N) I.
 from __future__ import annotations
 
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.icl.config import Config, IclRun
 from attnsvm.results.columns import Columns
+
+from .config import Config, IclRun
 
 # its summary, console table and report: the learned A against Gamma^-1 and the test losses
 # (no n, T, d: icl.d, icl.N and the swept keys name a point; no SVM, so no feasible seeds)
@@ -37,64 +38,17 @@ _COLUMNS = Columns(
 )
 
 
-def published() -> list:
-    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
-    from attnsvm.experiments.icl.readme_rows import SWEEPS
-
-    return SWEEPS
-
-
-def bench_cases(quick: bool) -> dict:
-    """Its case of ``python -m attnsvm.bench`` (bench.py): the default job (d=5, N=20, one
-    layer), R seeds in one job vs one job per seed."""
-    from attnsvm.experiments.icl.bench import bench_icl
-
-    return {f"{kind} A, default job": r for kind, r in bench_icl(quick).items()}
-
-
-def run_job(*args, **kwargs):
-    """job.py's ``run_job``, imported when called (its imports are heavy)."""
-    from .job import run_job
-
-    return run_job(*args, **kwargs)
-
-
-def summary_text(*args, **kwargs):
-    """summary.py's ``summary_text``, imported when called (its imports are heavy)."""
-    from .summary import summary_text
-
-    return summary_text(*args, **kwargs)
-
-
-def figures(*args, **kwargs):
-    """plots.py's ``figures``, imported when called (its imports are heavy)."""
-    from .plots import figures
-
-    return figures(*args, **kwargs)
-
-
-def limit(*args, **kwargs):
-    """limits.py's ``limit``, imported when called (its imports are heavy)."""
-    from .limits import limit
-
-    return limit(*args, **kwargs)
-
-
 EXPERIMENT = Experiment(
     name="icl",
-    run_job=run_job,
-    summary_text=summary_text,
+    package=__name__,  # its functions: job.py's run_job, summary.py's, plots.py's, ...
     Run=IclRun,
     Config=Config,
     config_group="icl",
-    figures=figures,
     columns=_COLUMNS,
     fused_unfit="linear attention on regression prompts trains in its own loop",
     instead={"dataset.T": "icl.N"},  # the context length
-    published=published,
-    bench_cases=bench_cases,
     doc=__doc__,
 )
 
 
-__all__ = ["EXPERIMENT", "Config", "figures", "limit", "run_job", "summary_text"]
+__all__ = ["EXPERIMENT", "Config"]

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import torch
 
-import attnsvm.experiments.icl.data as data
-import attnsvm.experiments.icl.limits as limits
-from attnsvm.experiments.icl.config import Config
+from . import data, limits
+from .config import Config
 
 
 def pgd_predict(P: torch.Tensor, prompts: data.Prompts) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """Bench case of experiment ``icl`` (for ``python -m attnsvm.bench``): seed-runs per CPU
 second of one job with R seeds batched against one job per seed, one thread.
 
-    from attnsvm.experiments.icl.bench import bench_icl
+    from .bench import bench_icl
     bench_icl(quick=True)   # {'merged': {'batched': ..., 'alone': ..., 'ratio': ...}, ...}
 """
 
@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import torch
 
-from attnsvm.experiments.icl.config import Config
-from attnsvm.experiments.icl.job import run_job
+from .config import Config
+from .job import run_job
 
 
 def _cpu() -> float:
@@ -46,6 +46,12 @@ def bench_icl(quick: bool, parameterizations=("merged", "structured")) -> dict:
     finally:
         torch.set_num_threads(threads)
     return out
+
+
+def bench_cases(quick: bool) -> dict:
+    """Its cases of ``python -m attnsvm.bench``: the default job (d=5, N=20, one layer), R seeds
+    in one job vs one job per seed."""
+    return {f"{kind} A, default job": r for kind, r in bench_icl(quick).items()}
 
 
 if __name__ == "__main__":

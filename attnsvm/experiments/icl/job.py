@@ -13,12 +13,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-import attnsvm.experiments.icl.baselines as baselines
-import attnsvm.experiments.icl.data as data
-import attnsvm.experiments.icl.limits as limits
-from attnsvm.experiments.icl.config import Config, Parameterization
-from attnsvm.experiments.icl.train import Trajectory, squared_loss, train
 from attnsvm.results.contract import JobResult, group_columns
+
+from . import baselines, data, limits
+from .config import Config, Parameterization
+from .train import Trajectory, squared_loss, train
 
 
 def _text(value) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnsvm.experiments.icl.config import Config, Spectrum
+from .config import Config, Spectrum
 
 
 def covariance(cfg: Config) -> torch.Tensor:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from attnsvm.experiments.icl.config import Config, Parameterization
+from .config import Config, Parameterization
 
 
 def init_params(cfg: Config, gens: list, dtype, device) -> dict[str, torch.Tensor]:

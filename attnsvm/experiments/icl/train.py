@@ -11,10 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-import attnsvm.experiments.icl.data as data
-import attnsvm.experiments.icl.limits as limits
-import attnsvm.experiments.icl.model as model
-from attnsvm.experiments.icl.config import Config, Gradient, Optimizer, Schedule
+from . import data, limits, model
+from .config import Config, Gradient, Optimizer, Schedule
 
 
 @dataclass

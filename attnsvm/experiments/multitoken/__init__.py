@@ -7,8 +7,9 @@ multi-token SVM-equivalence W^SVMeq, the direction W^dir and the one-token SVM (
 from __future__ import annotations
 
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.multitoken.config import MultitokenConfig, MultitokenRun
 from attnsvm.results.columns import Columns
+
+from .config import Config, MultitokenRun
 
 # its summary, console table and report: the seeds tried and accepted (the published
 # acceptance filters), 1 - corr against the three SVMs over the accepted seeds
@@ -33,50 +34,11 @@ _COLUMNS = Columns(
 )
 
 
-def published() -> list:
-    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
-    from attnsvm.experiments.multitoken.readme_rows import SWEEPS
-
-    return SWEEPS
-
-
-def run_job(*args, **kwargs):
-    """job.py's ``run_job``, imported when called (its imports are heavy)."""
-    from .job import run_job
-
-    return run_job(*args, **kwargs)
-
-
-def summary_text(*args, **kwargs):
-    """job.py's ``summary_text``, imported when called (its imports are heavy)."""
-    from .job import summary_text
-
-    return summary_text(*args, **kwargs)
-
-
-def figures(*args, **kwargs):
-    """plots.py's ``figures``, imported when called (its imports are heavy)."""
-    from .plots import figures
-
-    return figures(*args, **kwargs)
-
-
-def bench_jobs(*args, **kwargs):
-    """bench.py's ``bench_jobs``, imported when called (its imports are heavy)."""
-    from .bench import bench_jobs
-
-    return bench_jobs(*args, **kwargs)
-
-
 EXPERIMENT = Experiment(
     name="multitoken",
-    run_job=run_job,
-    summary_text=summary_text,
+    package=__name__,  # its functions: job.py's run_job, summary.py's, plots.py's, ...
     Run=MultitokenRun,
-    Config=MultitokenConfig,  # its config group (key: name)
-    figures=figures,
+    Config=Config,  # its config group (key: name)
     columns=_COLUMNS,
-    published=published,
-    bench_jobs=bench_jobs,
     doc=__doc__,
 )

@@ -2,7 +2,7 @@
 experiment (sweeps/multitoken.yaml: ReLU head, published filters, 2001 steps) measured at a
 small accepted target per d and scaled to the sweep's 500 accepted per d.
 
-    from attnsvm.experiments.multitoken.bench import bench_jobs
+    from .bench import bench_jobs
     bench_jobs(quick=True)   # [{"key": "sweep", "what": ..., "cpu": ..., "wall": ...}]
 """
 

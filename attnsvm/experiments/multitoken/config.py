@@ -24,7 +24,7 @@ from attnsvm.data.dataset_config import DatasetConfig
 
 
 @dataclass
-class MultitokenConfig:
+class Config:
     """Multi-token SVM-equivalence (docs/math.md#nonlinear-heads-and-svm-equivalence) and the
     published acceptance filters."""
 
@@ -79,4 +79,4 @@ class MultitokenRun(RunBase):
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     solver: SolverConfig = field(default_factory=SolverConfig)
     head: HeadConfig = field(default_factory=HeadConfig)
-    multitoken: MultitokenConfig = field(default_factory=MultitokenConfig)
+    multitoken: Config = field(default_factory=Config)

@@ -36,7 +36,6 @@ from attnsvm.composition.resolve import train_engine
 from attnsvm.config.enums import Parameterization
 from attnsvm.config.schema import RunBase, SolverConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
-from attnsvm.experiments.multitoken.search import search
 from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash
 from attnsvm.runtime import on_cpu
@@ -45,6 +44,8 @@ from attnsvm.svm import solve as svm
 from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
+
+from .search import search
 
 
 def _pair_rows(X: np.ndarray, Z: np.ndarray, first: np.ndarray, second: np.ndarray):
@@ -294,27 +295,3 @@ def run_job(cfg: RunBase, progress=None):
         **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
     return JobResult(runs, trajectory, chash, time.perf_counter() - t0)
-
-
-def summary_text(runs: pd.DataFrame, seconds: float) -> str:
-    """Accepted/tried counts and final 1 - corr of the three SVMs over accepted seeds."""
-    from attnsvm.results.contract import not_ok_lines
-
-    first, ok = runs.iloc[0], runs[runs.status == "ok"]
-    lines = [
-        f"attnsvm multitoken: n={first.n} T={first['T']} d={first.d}, head={first['head']}, "
-        f"{first['optimizer.steps']} {first.optimizer} steps",
-        f"  accepted {len(ok)} of {len(runs)} seeds tried (published acceptance filters)",
-    ]
-    if "search_end" in runs:
-        lines.append(f"  search ended: {first.search_end}")
-    lines += not_ok_lines(runs)
-    for key, name in (("corr_svmeq", "W^SVMeq"), ("corr_dir", "W^dir"), ("corr_1token", "W^1tok")):
-        if key not in ok or ok.empty:
-            continue  # no seed reached the analysis (e.g. every one diverged)
-        err = 1 - ok[key]
-        lines.append(
-            f"  final 1 - corr(W, {name:8s}): mean {err.mean():.4g}, median {err.median():.4g}"
-        )
-    lines.append(f"  time: {seconds:.2f} s")
-    return "\n".join(lines)

@@ -9,8 +9,9 @@ from __future__ import annotations
 from attnsvm.config.checks import ConfigError, plain_name
 from attnsvm.config.enums import Device, Init, Optimizer
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.nexttoken.config import NexttokenConfig, NexttokenRun
 from attnsvm.results.columns import Columns
+
+from .config import Config, NexttokenRun
 
 # its summary, console table and report: which graph-SVM the direction reached and attention
 # selects, and the correlations against the graph-SVM and its parts
@@ -32,34 +33,6 @@ _COLUMNS = Columns(
         "fin_dist": "‖Π_S W − W^fin‖",
     },
 )
-
-
-def published() -> list:
-    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
-    from attnsvm.experiments.nexttoken.readme_rows import SWEEPS
-
-    return SWEEPS
-
-
-def run_job(*args, **kwargs):
-    """job.py's ``run_job``, imported when called (its imports are heavy)."""
-    from .job import run_job
-
-    return run_job(*args, **kwargs)
-
-
-def summary_text(*args, **kwargs):
-    """job.py's ``summary_text``, imported when called (its imports are heavy)."""
-    from .job import summary_text
-
-    return summary_text(*args, **kwargs)
-
-
-def figures(*args, **kwargs):
-    """plots.py's ``figures``, imported when called (its imports are heavy)."""
-    from .plots import figures
-
-    return figures(*args, **kwargs)
 
 
 def check(run) -> None:
@@ -86,25 +59,14 @@ def check(run) -> None:
         )
 
 
-def bench_jobs(*args, **kwargs):
-    """bench.py's ``bench_jobs``, imported when called (its imports are heavy)."""
-    from .bench import bench_jobs
-
-    return bench_jobs(*args, **kwargs)
-
-
 EXPERIMENT = Experiment(
     name="nexttoken",
-    run_job=run_job,
-    summary_text=summary_text,
+    package=__name__,  # its functions: job.py's run_job, summary.py's, plots.py's, ...
     Run=NexttokenRun,
-    Config=NexttokenConfig,  # its config group (key: name)
-    figures=figures,
+    Config=Config,  # its config group (key: name)
     columns=_COLUMNS,
     check=check,
     datasets=("nexttoken",),  # a vocabulary, sequences of ids and labels: read by nothing else
     fused_unfit="its losses train in torch",
-    published=published,
-    bench_jobs=bench_jobs,
     doc=__doc__,
 )

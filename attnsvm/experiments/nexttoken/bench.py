@@ -2,7 +2,7 @@
 published notebooks' settings (10 instances, W), each one job in one worker, and the d sweep
 (sweeps/nexttoken_d.yaml, cyclic and acyclic) on 2 workers.
 
-    from attnsvm.experiments.nexttoken.bench import bench_jobs
+    from .bench import bench_jobs
     bench_jobs(quick=True)   # [{"key": "global", "what": ..., "wall": ..., "cpu": ...}, ...]
 """
 
@@ -13,7 +13,8 @@ from dataclasses import asdict
 from attnsvm.bench.timing import parallel, split
 from attnsvm.composition import DatasetConfig, RunConfig
 from attnsvm.config import OptimizerConfig
-from attnsvm.experiments.nexttoken.config import NexttokenConfig
+
+from .config import Config
 
 NEXTTOKEN_D = [2, 3, 4, 6, 8, 12, 16, 24, 32]  # sweeps/nexttoken_d.yaml
 
@@ -24,7 +25,7 @@ def _cfg(loss: str, lr: float, steps: int, seeds: int, **dataset) -> RunConfig:
         experiment="nexttoken",
         seeds=seeds,
         dataset=DatasetConfig(**ds),
-        nexttoken=NexttokenConfig(loss=loss),
+        nexttoken=Config(loss=loss),
         optimizer=OptimizerConfig(lr=lr, steps=steps, checkpoint_every=20 if seeds == 10 else 100),
     )
 

@@ -26,7 +26,7 @@ class NexttokenLoss(str, Enum):
 
 
 @dataclass
-class NexttokenConfig:
+class Config:
     """Next-token prediction (docs/math.md#next-token-prediction): loss, local selection, which SVMs
     are solved."""
 
@@ -52,4 +52,4 @@ class NexttokenRun(RunBase):
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     solver: SolverConfig = field(default_factory=SolverConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
-    nexttoken: NexttokenConfig = field(default_factory=NexttokenConfig)
+    nexttoken: Config = field(default_factory=Config)

@@ -31,12 +31,13 @@ import pandas as pd
 from attnsvm.config.enums import Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data.nexttoken import make_nexttoken
-from attnsvm.experiments.nexttoken.train import problem, train
 from attnsvm.metrics import corr
 from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash, flatten, plain
 from attnsvm.svm import graph as gs
 from attnsvm.train.divergence import divergence
+
+from .train import problem, train
 
 CURVES = ("corr_svm", "corr_svm_fin", "corr_proj", "fin_dist", "scc_mass", "corr_local_svm")
 
@@ -195,21 +196,3 @@ def run_job(cfg: RunBase, progress=None):
     keep = ("n", "T", "d", "dataset.K", "parameterization", "nexttoken.loss", "dataset.graphs")
     trajectory = with_constants(trajectory, {**{k: cols[k] for k in keep}, "config_hash": chash})
     return JobResult(runs, trajectory, chash, time.perf_counter() - t0)
-
-
-def summary_text(runs: pd.DataFrame, seconds: float) -> str:
-    """Status counts and the final correlations (mean, min) over ok seeds."""
-    first, ok = runs.iloc[0], runs[runs.status == "ok"]
-    counts = ", ".join(f"{k} {v}" for k, v in runs.status.value_counts().items())
-    lines = [
-        f"attnsvm nexttoken: n={first.n} T={first['T']} K={first['dataset.K']} d={first.d}, "
-        f"{first['nexttoken.loss']} loss, {first.parameterization}, "
-        f"{first['optimizer.steps']} {first.optimizer} steps; seeds: {counts}",
-    ]
-    for key in ("corr_svm", "corr_svm_fin", "corr_proj", "corr_local_svm"):
-        if key in ok and len(ok):
-            lines.append(f"  final {key:15s} mean {ok[key].mean():.6f}  min {ok[key].min():.6f}")
-    if len(ok):
-        lines.append(f"  reached the global graph-SVM: {ok.reached_global.mean():.0%} of ok seeds")
-    lines.append(f"  time: {seconds:.2f} s")
-    return "\n".join(lines)

@@ -23,8 +23,9 @@ import torch
 
 from attnsvm.config.enums import Optimizer, Parameterization
 from attnsvm.config.schema import OptimizerConfig
-from attnsvm.experiments.nexttoken.config import NexttokenLoss
 from attnsvm.train import batchops
+
+from .config import NexttokenLoss
 
 
 @dataclass

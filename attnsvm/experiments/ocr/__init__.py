@@ -42,15 +42,6 @@ _COLUMNS = Columns(
 )
 
 
-def bench_cases(quick: bool) -> dict:
-    """Its case of ``python -m attnsvm.bench`` (bench.py): its training loop, all seeds in one
-    batch vs one seed at a time."""
-    from .bench import bench_ocr
-
-    r = bench_ocr(quick)
-    return {f"factorized W_O W_V, AdamW at the defaults, {r['steps']} steps": r}
-
-
 def check(run) -> None:
     """The device its training supports (its prompts and step rules run on the CPU)."""
     if plain_name(run.device) != "cpu":
@@ -60,35 +51,12 @@ def check(run) -> None:
         )
 
 
-def run_job(*args, **kwargs):
-    """job.py's ``run_job``, imported when called (its imports are heavy)."""
-    from .job import run_job
-
-    return run_job(*args, **kwargs)
-
-
-def summary_text(*args, **kwargs):
-    """summary.py's ``summary_text``, imported when called (its imports are heavy)."""
-    from .summary import summary_text
-
-    return summary_text(*args, **kwargs)
-
-
-def figures(*args, **kwargs):
-    """plots.py's ``figures``, imported when called (its imports are heavy)."""
-    from .plots import figures
-
-    return figures(*args, **kwargs)
-
-
 EXPERIMENT = Experiment(
     name="ocr",
-    run_job=run_job,
-    summary_text=summary_text,
+    package=__name__,  # its functions: job.py's run_job, summary.py's, plots.py's, ...
     Run=OcrRun,
     Config=Config,
     config_group="ocr",
-    figures=figures,
     columns=_COLUMNS,
     check=check,
     fused_unfit="a token-count model with its own step rules, trained in its own batched loop",
@@ -102,9 +70,8 @@ EXPERIMENT = Experiment(
         "parameterization.init_scale": "ocr.init_scale",
         "dataset.T": "ocr.T",
     },
-    bench_cases=bench_cases,
     doc=__doc__,
 )
 
 
-__all__ = ["EXPERIMENT", "Config", "OcrRun", "figures", "run_job", "summary_text"]
+__all__ = ["EXPERIMENT", "Config", "OcrRun"]

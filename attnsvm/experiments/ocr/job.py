@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-import attnsvm.experiments.ocr.svm as svm
 from attnsvm.results.contract import JobResult
 from attnsvm.results.stack import with_constants
 from attnsvm.svm.status import seed_status
 
+from . import svm
 from .config import Config
 from .train import Record, train
 

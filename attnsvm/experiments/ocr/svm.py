@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-import attnsvm.experiments.ocr.data as data
 from attnsvm import metrics
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 
+from . import data
 from .config import Config
 
 

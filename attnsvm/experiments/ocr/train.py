@@ -11,9 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-import attnsvm.experiments.ocr.data as data
-import attnsvm.experiments.ocr.model as model
-
+from . import data, model
 from .config import Config, StepRule
 
 

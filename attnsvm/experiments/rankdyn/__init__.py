@@ -41,58 +41,12 @@ _COLUMNS = Columns(
 )
 
 
-def published() -> list:
-    """Its sweep's rows of the README's results tables (readme_rows.py)."""
-    from .readme_rows import SWEEPS
-
-    return SWEEPS
-
-
-def bench_cases(quick: bool) -> dict:
-    """Its case of ``python -m attnsvm.bench`` (bench.py): its training loop, all seeds in one
-    batch vs one seed at a time."""
-    from .bench import bench_rankdyn
-
-    r = bench_rankdyn(quick)
-    return {f"(K,Q) plain GD from α=1e-3 at (6,8,10), {r['steps']} steps": r}
-
-
-def run_job(*args, **kwargs):
-    """job.py's ``run_job``, imported when called (its imports are heavy)."""
-    from .job import run_job
-
-    return run_job(*args, **kwargs)
-
-
-def summary_text(*args, **kwargs):
-    """summary.py's ``summary_text``, imported when called (its imports are heavy)."""
-    from .summary import summary_text
-
-    return summary_text(*args, **kwargs)
-
-
-def summary_table(*args, **kwargs):
-    """summary.py's ``summary_table``, imported when called (its imports are heavy)."""
-    from .summary import summary_table
-
-    return summary_table(*args, **kwargs)
-
-
-def figures(*args, **kwargs):
-    """plots.py's ``figures``, imported when called (its imports are heavy)."""
-    from .plots import figures
-
-    return figures(*args, **kwargs)
-
-
 EXPERIMENT = Experiment(
     name="rankdyn",
-    run_job=run_job,
-    summary_text=summary_text,
+    package=__name__,  # its functions: job.py's run_job, summary.py's, plots.py's, ...
     Run=RankdynRun,
     Config=Config,
     config_group="rankdyn",
-    figures=figures,
     columns=_COLUMNS,
     fused_unfit="its own batched loop records K Q^T at log-spaced checkpoints",
     instead={
@@ -101,8 +55,6 @@ EXPERIMENT = Experiment(
         "parameterization.init": "rankdyn.alpha",
         "parameterization.init_scale": "rankdyn.alpha",
     },
-    published=published,
-    bench_cases=bench_cases,
     doc=__doc__,
 )
 
@@ -115,8 +67,4 @@ __all__ = [
     "Stages",
     "detect_stages",
     "effective_rank",
-    "figures",
-    "run_job",
-    "summary_table",
-    "summary_text",
 ]

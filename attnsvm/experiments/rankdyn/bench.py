@@ -1,7 +1,7 @@
 """The bench case of rankdyn (for ``python -m attnsvm.bench``): its training loop with every seed
 of a job in one batch against one seed at a time, seed-runs per CPU second.
 
-    from attnsvm.experiments.rankdyn.bench import bench_rankdyn
+    from .bench import bench_rankdyn
     bench_rankdyn(quick=True)   # {"batched": ..., "alone": ..., "ratio": ...}
 """
 
@@ -46,6 +46,13 @@ def bench_rankdyn(quick: bool) -> dict:
         wall = time.perf_counter() - t0
     out = {"batched": R / batched, "alone": alone / one, "seeds": R, "steps": cfg.steps}
     return {**out, "ratio": out["batched"] / out["alone"], "wall": wall}
+
+
+def bench_cases(quick: bool) -> dict:
+    """Its case of ``python -m attnsvm.bench``: its training loop, all seeds in one batch vs
+    one seed at a time."""
+    r = bench_rankdyn(quick)
+    return {f"(K,Q) plain GD from α=1e-3 at (6,8,10), {r['steps']} steps": r}
 
 
 if __name__ == "__main__":  # python -m attnsvm.experiments.rankdyn.bench > rankdyn_bench.json

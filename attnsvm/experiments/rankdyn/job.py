@@ -2,7 +2,7 @@
 checkpoint, its stages, and the SVMs at the tokens training selected (nuclear: the limit of
 (K, Q); Frobenius: the limit of the merged W, and the feasibility oracle).
 
-    from attnsvm.experiments.rankdyn import run_job
+    from attnsvm.experiments.rankdyn.job import run_job
     result = run_job(run)     # run.rankdyn: Config; run.seed, run.seeds, run.dtype, ...
 """
 

@@ -7,8 +7,9 @@ its direction against W^mm (and W^mm_* for (K,Q)) as R grows (job.py).
 from __future__ import annotations
 
 from attnsvm.experiments.experiment import Experiment
-from attnsvm.experiments.regpath.config import RegpathConfig, RegpathRun
 from attnsvm.results.columns import Columns
+
+from .config import Config, RegpathRun
 
 # its summary, console table and report: the direction at the largest radius against W^mm (W)
 # or W^mm_* ((K,Q)), and from the start
@@ -24,43 +25,12 @@ _COLUMNS = Columns(
 )
 
 
-def published() -> list:
-    """Its sweeps' rows of the README's results tables (readme_rows.py)."""
-    from attnsvm.experiments.regpath.readme_rows import SWEEPS
-
-    return SWEEPS
-
-
-def run_job(*args, **kwargs):
-    """job.py's ``run_job``, imported when called (its imports are heavy)."""
-    from .job import run_job
-
-    return run_job(*args, **kwargs)
-
-
-def summary_text(*args, **kwargs):
-    """job.py's ``summary_text``, imported when called (its imports are heavy)."""
-    from .job import summary_text
-
-    return summary_text(*args, **kwargs)
-
-
-def figures(*args, **kwargs):
-    """plots.py's ``figures``, imported when called (its imports are heavy)."""
-    from .plots import figures
-
-    return figures(*args, **kwargs)
-
-
 EXPERIMENT = Experiment(
     name="regpath",
-    run_job=run_job,
-    summary_text=summary_text,
+    package=__name__,  # its functions: job.py's run_job, summary.py's, plots.py's, ...
     Run=RegpathRun,
-    Config=RegpathConfig,  # its config group (key: name)
-    figures=figures,
+    Config=Config,  # its config group (key: name)
     columns=_COLUMNS,
     fused_unfit="its projected GD runs in torch",
-    published=published,
     doc=__doc__,
 )

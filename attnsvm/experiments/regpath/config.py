@@ -14,7 +14,7 @@ POSITIVE = Interval(float, 0, closed="neither", finite=True)
 
 
 @dataclass
-class RegpathConfig:
+class Config:
     """Regularization path: min L s.t. ||W||_F <= R, or ||K||^2 + ||Q||^2 <= 2R for (K,Q)."""
 
     r_min: float = 0.5
@@ -55,4 +55,4 @@ class RegpathRun(RunBase):
     parameterization: ParameterizationConfig = field(default_factory=ParameterizationConfig)
     solver: SolverConfig = field(default_factory=SolverConfig)
     head: HeadConfig = field(default_factory=HeadConfig)
-    regpath: RegpathConfig = field(default_factory=RegpathConfig)
+    regpath: Config = field(default_factory=Config)

@@ -28,7 +28,6 @@ from attnsvm import metrics
 from attnsvm.config.enums import Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import accepted_seeds, make_instances
-from attnsvm.experiments.regpath.config import RegpathConfig
 from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash
 from attnsvm.svm.masked import w_mm_masked
@@ -37,12 +36,14 @@ from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Params, frob, init_params, loss_and_grad_w
 
+from .config import Config
+
 # below this gradient norm the float64 softmax tails are subnormal and the gradient's direction is
 # rounding noise: no step is taken (the path then stays where it is, ||W̄_R|| < R, see ``frozen``)
 UNDERFLOW = 1e-280
 
 
-def radii(cfg: RegpathConfig) -> np.ndarray:
+def radii(cfg: Config) -> np.ndarray:
     """The geometric grid r_min ... r_max with ``points`` values."""
     return np.geomspace(cfg.r_min, cfg.r_max, cfg.points)
 
@@ -71,7 +72,7 @@ def _project(p: Params, R: float) -> Params:
     return Params(K=K * scale, Q=Q * scale)
 
 
-def solve_at(p: Params, inst, head, R: float, cfg: RegpathConfig, loss_fn=loss_and_grad_w):
+def solve_at(p: Params, inst, head, R: float, cfg: Config, loss_fn=loss_and_grad_w):
     """Projected normalized GD at radius R from ``p`` (already feasible); returns the iterate of
     lowest loss per seed (the method is not monotone; among iterates equal to rounding, which
     happens once the softmax saturates, the latest), its loss (NaN where an iterate was
@@ -356,28 +357,3 @@ def _job_result(cfg: RunBase, rows: list[dict], trajs: list, n_seeds: int, t0: f
         **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
     return JobResult(runs, trajectory, chash, time.perf_counter() - t0)
-
-
-def summary_text(runs: pd.DataFrame, seconds: float) -> str:
-    """End-of-path correlations with the SVM matching the parameterization; the seeds that
-    are not ok counted by status, with a reason."""
-    from attnsvm.results.contract import not_ok_lines
-
-    first, ok = runs.iloc[0], runs[runs.status == "ok"]
-    svm_name = "W^mm_* (nuclear)" if first.parameterization == "kq" else "W^mm (Frobenius)"
-    lines = [
-        f"attnsvm regpath: n={first.n} T={first['T']} d={first.d} {first.attention}, "
-        f"parameterization={first.parameterization}, head={first['head']}, "
-        f"R up to {first.r_max:g}, {len(runs)} seeds ({len(ok)} ok)",
-    ]
-    lines += not_ok_lines(runs)
-    if len(ok):
-        lines += [
-            f"  largest R before the gradient underflows (r_end): median {ok.r_end.median():.4g}",
-            f"  corr(W̄_R, {svm_name}) at r_end: mean {ok['corr'].mean():.4f}, "
-            f"min {ok['corr'].min():.4f}; the init chain alone: mean {ok.corr_init.mean():.4f}",
-            f"  the path selects the optimal tokens in {int(ok.selected_is_opt.sum())}/{len(ok)}"
-            f" seeds; the SVM-started chain had the lower loss in "
-            f"{int((ok.best_chain == 'svm').sum())}",
-        ]
-    return "\n".join([*lines, f"  time: {seconds:.2f} s"])

@@ -25,7 +25,10 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from attnsvm.data.digits import _digits, pick  # noqa: E402
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
+from ..parts import reads_dataset_key  # noqa: E402
+
 SHOWN = 8
+selects = reads_dataset_key("patch")  # its runs: images cut into patches
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -92,9 +95,8 @@ def figure(runs: pd.DataFrame, traj: pd.DataFrame, path: Path) -> None:
     save_figure(fig, path, dpi=100)
 
 
-def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path) -> list[Path]:
-    """What ``python -m attnsvm.aggregate`` draws for the digits: the table and curves."""
-    runs = runs[runs["dataset.generator"] == "digits"]
+def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> list[Path]:
+    """What ``python -m attnsvm.aggregate`` draws for the digits' runs: the table and curves."""
     table(runs).round(6).to_csv(out / "digits_table.csv", index=False)
     figure(runs, traj, out / "digits.png")
     return [out / "digits_table.csv", out / "digits.png"]
@@ -103,8 +105,8 @@ def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> None:
     sweep_dir, out = figure_cli(__doc__, argv)
     sweep = load_sweep(sweep_dir)
-    runs = sweep.runs
-    if "dataset.patch" not in runs or (runs["dataset.generator"] != "digits").all():
+    runs = sweep.runs[selects(sweep.runs)]
+    if runs.empty:
         raise SystemExit(f"no dataset=digits results under {sweep_dir}")
     summary = table(runs)
     summary.round(6).to_csv(out / "digits_table.csv", index=False)

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-import attnsvm.experiments.gd.limits as limits  # the module, not the package (no cycle)
 from attnsvm import metrics
 from attnsvm.composition.identity import config_hash
 from attnsvm.composition.resolve import train_engine
@@ -24,16 +23,6 @@ from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
-from attnsvm.experiments.gd.artifacts import batch_arrays, join_batches
-from attnsvm.experiments.gd.diverged import diverged_tables
-from attnsvm.experiments.gd.kkt import kkt_curves
-from attnsvm.experiments.gd.limits import classify
-from attnsvm.experiments.gd.svms import (
-    opt_svm_columns,
-    seed_mask,
-    solve_svm_sets,
-    solve_svms,
-)
 from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
@@ -45,6 +34,18 @@ from attnsvm.svm.status import seed_status
 from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Trajectory, train
+
+from . import limits
+from .artifacts import batch_arrays, join_batches
+from .diverged import diverged_tables
+from .kkt import kkt_curves
+from .limits import classify
+from .svms import (
+    opt_svm_columns,
+    seed_mask,
+    solve_svm_sets,
+    solve_svms,
+)
 
 
 def analyse_seed(

@@ -6,7 +6,7 @@
   the theory's pairing is outlined; ``geometry_table.csv``.
 * ``+sweeps=geometry_d``: the same pairing as d grows (one panel per step rule).
 * ``+sweeps=geometry_adam`` (variants of one rule, batch sizes): also ``geometry_adam_table.csv``
-  and ``geometry_adam.png`` (figures_variants.py).
+  and ``geometry_adam.png`` (variants.py).
 * ``+sweeps=mirror`` / ``mirror_joint`` (mirror descent): the Bregman divergence of each
   p-path to the l1.75-, l2- and l3-SVMs against iterations, mean over seeds, as published;
   ``mirror_table.csv``.
@@ -29,16 +29,24 @@ import pandas as pd  # noqa: E402
 
 from attnsvm.config.checks import builtin_or_path  # noqa: E402
 from attnsvm.config.enums import Optimizer  # noqa: E402
-from attnsvm.experiments.gd.figures_variants import (  # noqa: E402
-    has_variants,
-    variant_figure,
-    variant_table,
-)
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 from attnsvm.svm import norms  # noqa: E402
 from attnsvm.train.step_rules import limit_norm  # noqa: E402
 
+from .variants import (  # noqa: E402
+    has_variants,
+    variant_figure,
+    variant_table,
+)
+
 NORM_ORDER = ["fro", "l2", "nuc", "l1p75", "l3", "max", "spectral"]
+
+
+def selects(runs: pd.DataFrame) -> pd.Series:
+    """Its runs: all of a sweep of several step rules, of mirror descent alone or of variants
+    of one rule (+sweeps=geometry_adam), where their convergence types were recorded."""
+    rules = runs.optimizer.nunique() > 1 or set(runs.optimizer) == {"md"} or has_variants(runs)
+    return pd.Series(bool(rules and "conv_type" in runs), index=runs.index)
 
 
 def rule_label(runs: pd.DataFrame) -> pd.Series:

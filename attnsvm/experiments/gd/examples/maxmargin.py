@@ -24,17 +24,21 @@ import pandas as pd  # noqa: E402
 from attnsvm.data.maxmargin import EXAMPLES  # noqa: E402
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
+from ..parts import reads_dataset_key  # noqa: E402
+
 ORDER = ["single", "single_local", "multi", "joint", "joint_relaxed", "loss"]
 STYLE = {"float64": "-", "float32": "--"}
+selects = reads_dataset_key("example")  # its runs: a published example of the p-model
 FINAL = ["corr_p_mm", "corr_relaxed", "corr_v_mm", "w_norm", "softmax_min", "grad_norm"]
 
 
 def load(sweep_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(runs, trajectory) of the maxmargin jobs, ok seeds, with example, dtype and loss."""
     sweep = load_sweep(sweep_dir)
-    if "dataset.example" not in sweep.runs or sweep.runs["dataset.example"].isna().all():
+    runs = sweep.runs[selects(sweep.runs)]
+    if runs.empty:
         raise SystemExit(f"no dataset=maxmargin results under {sweep_dir}")
-    return example_rows(sweep.runs, sweep.trajectory)
+    return example_rows(runs, sweep.trajectory)
 
 
 def example_rows(runs: pd.DataFrame, traj: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -131,8 +135,9 @@ def loss_figure(runs: pd.DataFrame, path: Path) -> None:
     save_figure(fig, path, dpi=110)
 
 
-def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path) -> list[Path]:
-    """What ``python -m attnsvm.aggregate`` draws for the examples: table, paths, losses."""
+def figures(runs: pd.DataFrame, traj: pd.DataFrame, out: Path, sweep=None) -> list[Path]:
+    """What ``python -m attnsvm.aggregate`` draws for the examples' runs: table, paths,
+    losses."""
     runs, tr = example_rows(runs, traj)
     table(runs).round(6).to_csv(out / "maxmargin_table.csv", index=False)
     figure(runs, tr, out / "maxmargin.png")
