@@ -17,6 +17,7 @@ SOURCES = ("attnsvm", "hydra_plugins")
 NOT_OURS = {
     "base.py",  # the paper's published code (docs/maxmargin.md), not this repository's
     "attnsvm/experiments/mypath/__init__.py",  # the copy docs/extending.md has the reader make
+    "attnsvm/experiments/mypath/readme_rows.py",  # ... and the file that copy drops
 }
 
 

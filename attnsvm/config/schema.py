@@ -130,7 +130,7 @@ class ParameterizationConfig:
 
 def _read_by(key: str, *kinds: Optimizer) -> ReadOnlyWhen:
     """``optimizer.key`` is read by the built-in step rules ``kinds`` (their classes in
-    attnsvm/train/step_rules.py read it; tests/test_config_reads.py checks that they read no
+    attnsvm/train/step_rules.py read it; tests/test_unread_keys.py checks that they read no
     other) and by your own rule (``module:make``), which is given the whole group."""
     names = ", ".join(k.value for k in kinds)
     return ReadOnlyWhen(
