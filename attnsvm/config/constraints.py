@@ -203,7 +203,7 @@ class Rule:
 class ReadOnlyWhen:
     """``key`` acts only where ``holds(obj)``: ``when`` says where, ``on`` names the key that
     decides it. Elsewhere it is refused away from its default, and no row or job.json records
-    it (``unread_keys``): a row never shows a value that did not act."""
+    it (``plain_read``): a row never shows a value that did not act."""
 
     key: str
     on: str
@@ -221,24 +221,13 @@ def unread(obj) -> list[str]:
     return [r.key for r in getattr(type(obj), "READ_ONLY", ()) if not r.holds(obj)]
 
 
-def unread_keys(run) -> list[str]:
-    """The dotted keys of a job config whose groups declare them unread here (``READ_ONLY``):
-    what its rows and job.json leave out."""
-    return [
-        f"{f.name}.{key}"
-        for f in fields(run)
-        if is_dataclass(group := getattr(run, f.name))
-        for key in unread(group)
-    ]
-
-
-def plain_read(run) -> dict:
-    """``plain(run)`` less its ``unread_keys``: the config a row and job.json record."""
-    tree = plain(run)
-    for key in unread_keys(run):
-        group, name = key.split(".", 1)
-        del tree[group][name]
-    return tree
+def plain_read(obj):
+    """``plain(obj)`` less, in each group, the keys it declares unread here (``READ_ONLY``):
+    the config a row and job.json record."""
+    if not is_dataclass(obj):
+        return plain(obj)
+    skip = set(unread(obj))
+    return {f.name: plain_read(getattr(obj, f.name)) for f in fields(obj) if f.name not in skip}
 
 
 @cache

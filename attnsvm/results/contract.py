@@ -13,7 +13,7 @@ import pandas as pd
 
 from attnsvm.composition.identity import ARTIFACT_KEYS, config_hash, flatten, plain
 from attnsvm.composition.resolve import train_engine
-from attnsvm.config.constraints import plain_read, unread
+from attnsvm.config.constraints import plain_read
 from attnsvm.results.stack import with_constants
 
 
@@ -55,6 +55,11 @@ def _ordered(tree: dict) -> dict:
     return {k: tree[k] for k in [*first[:at], *middle, *first[at:], *last]}
 
 
+def _cell(value):
+    """A config value as a row shows it: a list joined by commas."""
+    return ",".join(map(str, value)) if isinstance(value, list) else value
+
+
 def config_columns(cfg) -> dict:
     """Columns every row carries: short names for the main keys its job config has, plus every
     dotted key of it that acted (``plain_read``) and of its experiment's ``hash_legacy``, less
@@ -67,7 +72,7 @@ def config_columns(cfg) -> dict:
         flat.pop(k)
     for k in ARTIFACT_KEYS:  # what is kept, not what is computed: no column
         flat.pop(k, None)
-    flat = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in flat.items()}
+    flat = {k: _cell(v) for k, v in flat.items()}
     if "loss" in flat:
         flat["loss_function"] = flat.pop("loss")  # the run key `loss`; column "loss" is its value
     short = {
@@ -82,13 +87,7 @@ def config_columns(cfg) -> dict:
 def group_columns(cfg, group: str) -> dict:
     """``<group>.<key>`` of each key of an experiment's own group ``cfg`` that acted (its
     ``unread`` keys left out), as rows show values: enums by value, lists joined by commas."""
-    tree = plain(cfg)
-    for key in unread(cfg):
-        del tree[key]
-    return {
-        f"{group}.{k}": ",".join(map(str, v)) if isinstance(v, list) else v
-        for k, v in flatten(tree).items()
-    }
+    return {f"{group}.{k}": _cell(v) for k, v in flatten(plain_read(cfg)).items()}
 
 
 def finish(run, result: JobResult) -> JobResult:
