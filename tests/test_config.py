@@ -7,9 +7,10 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf.errors import ValidationError
 
+import attnsvm
 from attnsvm.composition import register_configs, to_run_config
 from attnsvm.config import ConfigError
-from attnsvm.config.schema import RunBase
+from attnsvm.config.schema import OptimizerConfig, RunBase
 from attnsvm.experiments import entry, names
 from conftest import CONF_DIR, REPO
 
@@ -138,3 +139,22 @@ def test_validating_a_config_loads_neither_torch_nor_the_c_kernel():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert res.stdout.strip() == "[]", res.stdout + res.stderr
+
+
+def test_registering_again_stores_nothing_unless_hydra_lost_a_node(monkeypatch):
+    """An in-process compose registers the schemas; the same schemas are not stored again (a
+    third of a compose), but a node a test or a user cleared or replaced is stored afresh."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    register_configs()
+    stores = []
+    real_store = cs.store
+    monkeypatch.setattr(cs, "store", lambda *a, **k: stores.append(k) or real_store(*a, **k))
+    register_configs()
+    assert stores == []
+    cs.repo.pop("base_optimizer.yaml")
+    register_configs()
+    assert {"name": "base_optimizer", "node": OptimizerConfig} in stores
+    assert "base_optimizer.yaml" in cs.repo
+    assert attnsvm.compose(["optimizer.lr=0.5"]).optimizer.lr == 0.5

@@ -246,17 +246,41 @@ def register_configs() -> None:
     from attnsvm.data import sets
 
     resolvers = {**sets.omegaconf_resolvers(), "attnsvm_help": "attnsvm.cli_help:header"}
+    cs = ConfigStore.instance()
+    modules = {**{n: entry(n) for n in builtin_names()}, **_PLUGINS}
+    nodes = {**SHARED_GROUPS, "dataset": sets.dataset_class()}
+    wanted = (resolvers, {n: m.job_config for n, m in modules.items()}, nodes)
+    if _REGISTERED.get("what") == wanted and _still_stored(cs, resolvers):
+        return  # storing the same schemas again would be a third of an in-process compose
     for name, path in resolvers.items():
         # imported when a sweep file first uses it
         OmegaConf.register_new_resolver(name, later(path), replace=True)
-    cs = ConfigStore.instance()
-    modules = {**{n: entry(n) for n in builtin_names()}, **_PLUGINS}
+    stored = []
     for name, module in modules.items():
         cs.store(name=f"base_experiment_{name}", node=module.job_config)
+        stored.append(("", f"base_experiment_{name}.yaml"))
         if not _has_yaml(name):  # its schema, then its defaults as plain values (enum names)
             node = {"defaults": [f"/base_experiment_{name}@_here_", "_self_"]}
             node.update(plain(module.job_config()))
             cs.store(group="experiment", name=name, node=node, package="_global_")
-    nodes = {**SHARED_GROUPS, "dataset": sets.dataset_class()}
+            stored.append(("experiment", f"{name}.yaml"))
     for group, node in nodes.items():  # outside the groups: never an option to choose
         cs.store(name=f"base_{group}", node=node)  # conf/<group>/*.yaml: /base_<group>@_here_
+        stored.append(("", f"base_{group}.yaml"))
+    _REGISTERED.update(what=wanted, nodes={p: _node_at(cs, *p) for p in stored})
+
+
+_REGISTERED: dict = {}  # what register_configs last stored: its inputs and Hydra's nodes
+
+
+def _node_at(cs, group: str, name: str):
+    return (cs.repo.get(group, {}) if group else cs.repo).get(name)
+
+
+def _still_stored(cs, resolvers: dict) -> bool:
+    """Whether Hydra still holds the very nodes stored last (a test or a user may have
+    cleared or replaced one) and every resolver."""
+    return all(_node_at(cs, *p) is n for p, n in _REGISTERED["nodes"].items()) and all(
+        OmegaConf.has_resolver(r) for r in resolvers
+    )
+
