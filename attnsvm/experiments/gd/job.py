@@ -18,11 +18,11 @@ import torch
 
 from attnsvm import metrics
 from attnsvm.composition.identity import config_hash
-from attnsvm.composition.resolve import train_engine
 from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
+from attnsvm.experiments.engine import train_engine
 from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
@@ -264,7 +264,7 @@ def run_batch(cfg: RunBase, seeds: list[int], report: Progress | None = None, fi
     t0 = time.perf_counter()
     params, cone_info = None, None
     if cfg.parameterization.init == Init.cone:  # start near a local, non-global SVM direction
-        from attnsvm.train.cone import cone_params
+        from attnsvm.svm.cone import cone_params
 
         params, cone_info = cone_params(cfg, inst)
     if report is not None:
