@@ -474,12 +474,16 @@ LAYERS = (
                 "attnsvm.metrics", "attnsvm.figures", "attnsvm.hydra_internals",
                 "attnsvm._version")),
 )  # fmt: skip
-_IDENTITY = ("the job's identity, the hash of the resolved run (composition/identity.py: it "
-             "resolves and reads the registries), is written with the rows here; the resolved "
-             "run does not yet carry it down")
-_READERS = ("results' readers build their tables from each experiment's declarations (axes, "
-            "columns, README rows), so they sit above the experiments while results' writers "
-            "sit below; the package is not split yet")
+_IDENTITY = (
+    "the job's identity, the hash of the resolved run (composition/identity.py: it "
+    "resolves and reads the registries), is written with the rows here; the resolved "
+    "run does not yet carry it down"
+)
+_READERS = (
+    "results' readers build their tables from each experiment's declarations (axes, "
+    "columns, README rows), so they sit above the experiments while results' writers "
+    "sit below; the package is not split yet"
+)
 UPWARD_ALLOWED = {  # "importer -> imported": why it still runs up (the list only shrinks)
     "attnsvm.data.generators -> attnsvm.train.batchops":
         "the token scores of a draw use the batch-invariant products, whose C kernel is built "

@@ -20,6 +20,7 @@ from attnsvm import metrics
 from attnsvm.composition.identity import config_hash
 from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.schema import RunBase
+from attnsvm.data import sets
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.engine import train_engine
@@ -300,6 +301,7 @@ def analyse_batch(cfg: RunBase, inst: Instances, traj: Trajectory, report=None):
         report.start_analysis()
     rows, trajs, extra = [], [], {}
     kkt = kkt_curves(cfg, inst, traj)
+    planar = sets.entry(sets.name_of(cfg.dataset)).planar_paths
 
     def analysed(share: list[int]) -> list[tuple]:
         return [analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)), kkt) for r in share]
@@ -311,7 +313,7 @@ def analyse_batch(cfg: RunBase, inst: Instances, traj: Trajectory, report=None):
     for r, (row, tr) in enumerate(a for part in parts for a in part):
         rows.append(row)
         trajs.append(tr)
-        if cfg.dataset.generator.value == "paths":  # the path pictures: their tables too
+        if planar:  # the data set's pictures in the plane: each seed's path in it too
             paths, tokens = path_tables(inst, traj, r, at_opt[r])
             extra.setdefault("paths", []).append(paths)
             extra.setdefault("tokens", []).append(tokens)
