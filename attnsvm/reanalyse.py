@@ -21,8 +21,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from attnsvm.composition.identity import NON_RESULT_KEYS
 from attnsvm.config.checks import ConfigError
+from attnsvm.results.artifacts import NON_RESULT_KEYS
 
 ANALYSIS_GROUPS = ("solver", "metrics")  # what the analysis reads: changeable without training
 

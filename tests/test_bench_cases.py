@@ -79,11 +79,12 @@ JOBS = {"multitoken", "nexttoken"}
 
 
 def test_the_experiments_whole_jobs_are_found_and_reported(monkeypatch):
-    """An entry's ``bench_jobs(quick)`` rows reach the report's table, the results file and the
-    README table; "-" where a row did not measure a cell."""
+    """An entry's ``bench_jobs(quick, bench)`` rows reach the report's table, the results file
+    and the README table; "-" where a row did not measure a cell."""
 
     def fake_for(name):
-        def fake(quick):
+        def fake(quick, bench):
+            assert bench is experiment_cases.JOB_BENCH  # the bench's tools, handed down
             row = {"what": f"{name} job", "target": "soon", "wall": 2.0, "cpu": 3.0}
             return [row if name == "multitoken" else {**row, "outer": 4.0, "peak_mib": 99.0}]
 

@@ -132,26 +132,64 @@ print("ramp", res.config_hash)
 """
 
 
-def test_a_new_data_set_lands_as_one_module(tmp_path):
-    """An installed package's module, declared as an entry point of ``attnsvm.data_sets``:
-    composed, checked, drawn and trained, nothing of attnsvm edited."""
+def _installed(tmp_path: Path, name: str, modules: dict[str, str], checks: str):
+    """Run ``checks`` in a fresh interpreter where an installed package declares the data set
+    ``name`` (module ``<name>_entry``) as an entry point of ``attnsvm.data_sets``."""
     code = tmp_path / "code"
-    (code / "ramp_lab-0.1.dist-info").mkdir(parents=True)
-    (code / "ramp_lab-0.1.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: ramp-lab\nVersion: 0.1\n"
-    )
-    (code / "ramp_lab-0.1.dist-info" / "entry_points.txt").write_text(
-        "[attnsvm.data_sets]\nramp = ramp_entry\n"
-    )
-    (code / "ramp_draw.py").write_text(textwrap.dedent(DRAW))
-    (code / "ramp_entry.py").write_text(textwrap.dedent(MINE.format(module="ramp_draw")))
+    info = code / f"{name}_lab-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-lab\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[attnsvm.data_sets]\n{name} = {name}_entry\n")
+    for module, text in modules.items():
+        (code / f"{module}.py").write_text(textwrap.dedent(text))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(REPO)])}
     out = subprocess.run(
-        [sys.executable, "-c", CHECKS],
+        [sys.executable, "-c", checks],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.startswith("ramp ")
+    return out.stdout
+
+
+def test_a_new_data_set_lands_as_one_module(tmp_path):
+    """An installed package's module, declared as an entry point of ``attnsvm.data_sets``:
+    composed, checked, drawn and trained, nothing of attnsvm edited."""
+    mine = {"ramp_draw": DRAW, "ramp_entry": MINE.format(module="ramp_draw")}
+    assert _installed(tmp_path, "ramp", mine, CHECKS).startswith("ramp ")
+
+
+PLANES = '''
+"""dataset=planes: the path pictures' clusters under a name of a test's own."""
+from attnsvm.data.data_set import DataSet
+from attnsvm.data.sets.paths import check
+
+DATA_SET = DataSet(
+    name="planes", instances="attnsvm.data.generators:paths_instances", check=check,
+    planar_paths={planar},
+)
+'''
+
+PLANES_CHECKS = """
+import attnsvm
+shape = ["dataset.n=2", "dataset.T=3", "dataset.d=2", "seeds=2", "optimizer.steps=30"]
+mine = attnsvm.run_job(attnsvm.compose(["dataset.generator=planes", *shape]))
+theirs = attnsvm.run_job(attnsvm.compose(["dataset.generator=paths", *shape]))
+for name in ("paths", "tokens"):
+    if name in mine.extra:
+        ours, published = (r.extra[name].drop(columns="config_hash") for r in (mine, theirs))
+        assert ours.equals(published), name
+print(" ".join(sorted(set(mine.extra) & {"paths", "tokens"})) or "none")
+"""
+
+
+@pytest.mark.parametrize("planar", [True, False])
+def test_a_data_set_s_declaration_decides_its_path_tables(tmp_path, planar):
+    """gd writes each seed's 2-D path (tables paths and tokens) for a data set that declares
+    ``planar_paths``, whatever its name: the published pictures' draw under another name gets
+    the same tables with it, none without it."""
+    entry = {"planes_entry": PLANES.format(planar=planar)}
+    out = _installed(tmp_path, "planes", entry, PLANES_CHECKS).split()
+    assert out == (["paths", "tokens"] if planar else ["none"])
 
 
 def test_the_paths_check_accepts_exactly_the_drawn_layouts():

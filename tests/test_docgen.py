@@ -1,6 +1,6 @@
 """The generated parts of docs/ agree with the code: the configuration reference (every group,
 key, default and accepted value, from the schema) and the result columns (from a tiny job of
-each built-in experiment). ``python -m attnsvm.results.docgen --write`` regenerates both."""
+each built-in experiment). ``python -m attnsvm.docgen --write`` regenerates both."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import typing
 
 import pytest
 
+from attnsvm import docgen
 from attnsvm.config.constraints import Interval, Rule, Satisfies
-from attnsvm.results import docgen
 
-FIX = "run `python -m attnsvm.results.docgen --write` and commit docs/"
+FIX = "run `python -m attnsvm.docgen --write` and commit docs/"
 
 
 def _generated(tag: str) -> str:

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from attnsvm.composition import DatasetConfig, Generator, RunConfig
-from attnsvm.composition.resolve import resolve, train_engine
+from attnsvm.composition.resolve import resolve
 from attnsvm.config import (
     ConfigError,
     Device,
@@ -30,6 +30,7 @@ from attnsvm.config import (
     ParameterizationConfig,
 )
 from attnsvm.data.generators import make_instances
+from attnsvm.experiments.engine import train_engine
 from attnsvm.results.store import config_hash
 from attnsvm.train import fused, kernel
 from attnsvm.train.heads import LambdaHead, LinearHead, ReLUHead

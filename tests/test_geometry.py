@@ -12,9 +12,9 @@ import torch
 import attnsvm
 from attnsvm import metrics
 from attnsvm.composition import DatasetConfig
-from attnsvm.composition.resolve import train_engine
 from attnsvm.config import ConfigError, OptimizerConfig, ParameterizationConfig, SolverConfig
 from attnsvm.data.generators import make_instances
+from attnsvm.experiments.engine import train_engine
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 from attnsvm.train.heads import LinearHead

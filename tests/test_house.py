@@ -453,3 +453,118 @@ def test_each_config_name_means_one_class(name):
         if isinstance(node, ast.ClassDef) and node.name == name
     ]
     assert len(defined) <= 1, defined  # RunConfig: the class statement of config/schema.py
+
+
+# The flow reads top to bottom: the entry points compose a run (composition), whose typed config
+# (attnsvm/config/, the leaf) goes to its experiment, which calls the core functions (svm over
+# train over data) and writes results. A module imports its own layer or those below it; never
+# one above. A module is in the layer of its longest listed package (``attnsvm``: itself only).
+LAYERS = (
+    ("entry points", ("attnsvm", "attnsvm.__main__", "attnsvm.run", "attnsvm.api", "attnsvm.job",
+                      "attnsvm.workers", "attnsvm.interrupt", "attnsvm.lifeline", "attnsvm.bench",
+                      "attnsvm.query", "attnsvm.report", "attnsvm.publish", "attnsvm.aggregate",
+                      "attnsvm.reanalyse", "attnsvm.docgen")),
+    ("composition", ("attnsvm.composition", "attnsvm.cli_help")),
+    ("experiments", ("attnsvm.experiments",)),
+    ("svm", ("attnsvm.svm",)),
+    ("train", ("attnsvm.train",)),
+    ("data", ("attnsvm.data",)),
+    ("results", ("attnsvm.results",)),
+    ("leaves", ("attnsvm.config", "attnsvm.runtime", "attnsvm.parallel", "attnsvm.progress",
+                "attnsvm.metrics", "attnsvm.figures", "attnsvm.hydra_internals",
+                "attnsvm._version")),
+)  # fmt: skip
+_IDENTITY = (
+    "the job's identity, the hash of the resolved run (composition/identity.py: it "
+    "resolves and reads the registries), is written with the rows here; the resolved "
+    "run does not yet carry it down"
+)
+_READERS = (
+    "results' readers build their tables from each experiment's declarations (axes, "
+    "columns, README rows), so they sit above the experiments while results' writers "
+    "sit below; the package is not split yet"
+)
+UPWARD_ALLOWED = {  # "importer -> imported": why it still runs up (the list only shrinks)
+    "attnsvm.data.generators -> attnsvm.train.batchops":
+        "the token scores of a draw use the batch-invariant products, whose C kernel is built "
+        "in train/ (setup.py); moving them below data/ moves the build, not done yet",
+    "attnsvm.data.digits -> attnsvm.svm.solve":
+        "digits' head v is the hard-margin classifier of its pooled tokens; it leaves with the "
+        "digits data, which belongs to gd's examples, not to core data/ (not moved yet)",
+    "attnsvm.experiments.gd.job -> attnsvm.composition.identity": _IDENTITY,
+    "attnsvm.results.store -> attnsvm.composition.identity": _IDENTITY,
+    "attnsvm.results.contract -> attnsvm.composition.identity": _IDENTITY,
+    "attnsvm.results.contract -> attnsvm.experiments":
+        "a job's config columns carry its experiment's hash_legacy keys (" + _IDENTITY + ")",
+    "attnsvm.results.contract -> attnsvm.experiments.engine":
+        "a job's train_engine column is the engine its experiment's job trains on",
+    "attnsvm.results.aggregate -> attnsvm.experiments": _READERS,
+    "attnsvm.results.readme -> attnsvm.experiments": _READERS,
+    "attnsvm.results.plan -> attnsvm.composition.compose":
+        "a sweep's plan composes each job to find its hash; the process layer's module, "
+        "changed there",
+}  # fmt: skip
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of ``module``'s layer (0: the top)."""
+    best = max(
+        ((len(prefix), i) for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+         if module == prefix or (prefix != "attnsvm" and module.startswith(prefix + "."))),
+        default=None,
+    )  # fmt: skip
+    assert best is not None, f"{module} is in no layer of LAYERS"
+    return best[1]
+
+
+def _direct_targets(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """What an import statement names: ``from pkg import mod`` is ``pkg.mod`` only (the parent
+    package is loaded by any import of it, not chosen), ``from pkg import name`` is ``pkg``."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        stem = node.module or ""
+        if node.level:
+            stem = ".".join([*base[: len(base) - node.level + 1], *([stem] if stem else [])])
+        names = [f"{stem}.{a.name}" if f"{stem}.{a.name}" in MODULES else stem for a in node.names]
+    out = []
+    for name in names:
+        while name and name not in MODULES:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            out.append(name)
+    return out
+
+
+def upward_imports() -> list[str]:
+    """Every "importer -> imported" edge that runs up LAYERS: at module level, inside functions
+    and by a ``"module:function"`` path (imports under ``if TYPE_CHECKING:`` never run)."""
+    up = set()
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        skip = _type_checking_nodes(tree)
+        for node in ast.walk(tree):
+            targets = _later_targets(module, node) + _template_targets(module, node)
+            if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in skip:
+                targets += _direct_targets(module, path, node)
+            up |= {f"{module} -> {t}" for t in targets if layer_of(t) < layer_of(module)}
+    return sorted(up)
+
+
+def test_the_flow_reads_top_to_bottom():
+    up = upward_imports()
+    new = [edge for edge in up if edge not in UPWARD_ALLOWED]
+    assert not new, "imports that run up the layers:\n" + "\n".join(new)
+    stale = sorted(set(UPWARD_ALLOWED) - set(up))
+    assert not stale, f"UPWARD_ALLOWED lists imports that no longer run up: {stale}"
+
+
+def test_the_layer_check_sees_an_upward_import():
+    """The check can fail: results over composition, data over train run up; down is fine."""
+    assert layer_of("attnsvm.results.store") > layer_of("attnsvm.composition.identity")
+    assert layer_of("attnsvm.data.generators") > layer_of("attnsvm.train.batchops")
+    assert layer_of("attnsvm.experiments.gd.job") < layer_of("attnsvm.svm.solve")
+    assert layer_of("attnsvm.bench.cli") == 0 and layer_of("attnsvm") == 0
+    with pytest.raises(AssertionError, match="in no layer"):  # a new module must be placed
+        layer_of("attnsvm.unplaced")

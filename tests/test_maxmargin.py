@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from attnsvm.composition import DatasetConfig, Generator, RunConfig
-from attnsvm.composition.resolve import resolve, train_engine
+from attnsvm.composition.resolve import resolve
 from attnsvm.config import (
     ConfigError,
     Gradient,
@@ -24,6 +24,7 @@ from attnsvm.config import (
     SolverConfig,
 )
 from attnsvm.data.generators import make_instances
+from attnsvm.experiments.engine import train_engine
 from attnsvm.job import run_job
 from attnsvm.results.store import config_hash
 from attnsvm.svm.solve import w_mm_relaxed

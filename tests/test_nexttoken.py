@@ -17,6 +17,7 @@ import torch
 import attnsvm
 from attnsvm.composition import DatasetConfig
 from attnsvm.config import ConfigError
+from attnsvm.data import token_graph as tg
 from attnsvm.data.nexttoken import make_nexttoken
 from attnsvm.experiments.nexttoken import job as nexttoken
 from attnsvm.experiments.nexttoken.train import problem, train
@@ -62,8 +63,8 @@ def test_published_draws_are_the_local_notebooks_printed_instances():
         assert inst.ids[s].tolist() == ids and inst.labels[s].tolist() == labels
         assert inst.attempts[s] == attempts
     # its printed SCCs of sample 0: only G^(2) has a cycle, {0, 5}
-    scc = gs.scc_table(inst.ids[0], inst.ids[0] == inst.labels[0][:, None], 6)
-    assert gs.scc_text(scc, inst.ids[0][:, -1]).split() == [
+    scc = tg.scc_table(inst.ids[0], inst.ids[0] == inst.labels[0][:, None], 6)
+    assert tg.scc_text(scc, inst.ids[0][:, -1]).split() == [
         "0:{0}{1}{2}{3}{4}{5}", "1:{0}{1}{2}{3}{4}{5}", "2:{0,5}{1}{2}{3}{4}",
         "4:{0}{1}{2}{3}{4}{5}",
     ]  # fmt: skip
@@ -121,8 +122,8 @@ def test_scc_and_cycles_agree_with_a_plain_closure():
     for _ in range(50):
         ids = np.stack([rng.permutation(5)[:3] for _ in range(6)])
         labels = ids[np.arange(6), rng.integers(0, 3, 6)]
-        scc = gs.scc_table(ids, ids == labels[:, None], 5)
-        assert gs.is_cyclic(scc, ids[:, -1]) == _cyclic_plain(ids, labels, 5)
+        scc = tg.scc_table(ids, ids == labels[:, None], 5)
+        assert tg.is_cyclic(scc, ids[:, -1]) == _cyclic_plain(ids, labels, 5)
 
 
 def _plain_graph_svm(E, ids, src, scc, norm="fro"):
@@ -148,7 +149,7 @@ def test_frobenius_graph_svm_is_the_plain_qp():
     for r in range(3):
         E, ids, labels = inst.E[r], inst.ids[r], inst.labels[r]
         src = ids == labels[:, None]
-        scc = gs.scc_table(ids, src, 6)
+        scc = tg.scc_table(ids, src, 6)
         ours = gs.graph_svm_fro(E, ids, src, scc)
         assert ours.status == gs.OK
         assert np.abs(ours.W - _plain_graph_svm(E, ids, src, scc)).max() < 1e-6
@@ -337,7 +338,7 @@ def test_your_own_sequences():
     cfg = attnsvm.compose(NT + ["dataset.n=3", "dataset.T=3", ids, "dataset.labels=[0,1,2]"])
     inst, missing = make_nexttoken(cfg.dataset, [0, 1])
     assert not missing and inst.ids[1].tolist() == [[0, 1, 2], [1, 0, 2], [2, 1, 0]]
-    scc = gs.scc_table(inst.ids[0], inst.ids[0] == inst.labels[0][:, None], 6)
+    scc = tg.scc_table(inst.ids[0], inst.ids[0] == inst.labels[0][:, None], 6)
     assert scc[2, 0] == scc[2, 1] != scc[2, 2]  # 0 -> 1 and 1 -> 0 given the query 2
 
 

@@ -14,9 +14,9 @@ import torch
 import attnsvm
 from attnsvm.composition import DatasetConfig
 from attnsvm.composition.identity import config_hash
-from attnsvm.composition.resolve import train_engine
 from attnsvm.config import ConfigError, OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import make_instances
+from attnsvm.experiments.engine import train_engine
 from attnsvm.experiments.gd import limits
 from attnsvm.experiments.gd.kkt import linf_ball_residual
 from attnsvm.experiments.gd.summary import Columns, closer_line, summary_text

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from attnsvm.composition.compose import check_override_keys, register_configs, to_run_config
 from attnsvm.composition.identity import config_hash
-from attnsvm.composition.resolve import train_engine
 from attnsvm.config.schema import RunBase
 from attnsvm.data.dataset_config import DatasetConfig, Generator
 from attnsvm.experiments import default_name, job_config
+from attnsvm.experiments.engine import train_engine
 
 # the default experiment's job config (its class statement: attnsvm/experiments/<name>/config.py)
 RunConfig = job_config(default_name()) if default_name() else RunBase

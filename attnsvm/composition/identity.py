@@ -14,17 +14,14 @@ import copy
 import hashlib
 import json
 
-from attnsvm.composition.resolve import resolve, train_engine
+from attnsvm.composition.resolve import resolve
 from attnsvm.config.checks import flatten, plain  # noqa: F401  (flatten: re-exported)
 from attnsvm.data.sets import hash_neutral_defaults
 from attnsvm.experiments import entry
+from attnsvm.experiments.engine import train_engine
 from attnsvm.experiments.legacy import LEGACY_BASE, LEGACY_NEUTRAL
+from attnsvm.results.artifacts import NON_RESULT_KEYS
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
-
-# what arrays.npz keeps (attnsvm/results/artifacts.py): never a number
-ARTIFACT_KEYS = ("artifacts", "artifact_checkpoints", "artifact_max_mb")
-NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval", *ARTIFACT_KEYS)
-
 
 # Keys added after results were first written: at these defaults they change no number, so
 # they stay out of the hash and earlier sweeps keep their identities (resume, skip). Each data

@@ -4,7 +4,8 @@ What needs an implementation is decided here, not in the schema: the shape of a 
 published example (the data set's entry in attnsvm/data/sets/), plug-ins imported and
 checked, the experiment's own config group and rules (its registry entry in
 attnsvm/experiments/), the SVM norms a parameterization is measured against, and the engine
-that trains. The job identity is the hash of this resolved run (attnsvm/composition/identity.py).
+that trains (attnsvm/experiments/engine.py). The job identity is the hash of this resolved run
+(attnsvm/composition/identity.py).
 
     run = resolve(RunConfig(parameterization=ParameterizationConfig(kind="kq")))
     run.solver.norms    # the default set, and the SVM (K,Q) is measured against
@@ -17,11 +18,12 @@ import dataclasses
 from enum import Enum
 
 from attnsvm.composition.rules import RULES, check_reads
-from attnsvm.config.checks import ConfigError, plain_name
+from attnsvm.config.checks import ConfigError
 from attnsvm.config.enums import Engine, Head, Optimizer, Parameterization
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import DatasetBase, RunBase
 from attnsvm.experiments import entry, group_of
+from attnsvm.experiments.engine import train_engine
 
 RESOLVED = "_attnsvm_resolved"  # set on a resolved run (not a field: never in its hash)
 
@@ -104,33 +106,6 @@ def resolve(run: RunBase) -> RunBase:
         train_engine(run)
     object.__setattr__(run, RESOLVED, True)
     return run
-
-
-def train_engine(run: RunBase) -> Engine | None:
-    """The engine that trains: ``auto`` resolved (fused where it applies, else torch); None
-    when the job trains nothing (``train=false``). The job hash uses this, not ``engine``."""
-    from attnsvm.config.enums import Gradient, Loss
-    from attnsvm.train.engine_choice import resolve_engine
-
-    module = entry(run.experiment)
-    unfit = module.fused_unfit
-    head = getattr(run, "head", None)
-    optimizer = getattr(run, "optimizer", None)
-    parameterization = getattr(run, "parameterization", None)
-    return resolve_engine(  # a group the job config lacks: the value that fits the kernel
-        run.engine,
-        run.device,
-        run.dtype,
-        Head.linear if head is None else head.kind,
-        f"experiment={plain_name(run.experiment) or module.name} ({unfit})" if unfit else None,
-        getattr(run, "train", True),
-        Optimizer.ngd if optimizer is None else optimizer.kind,
-        False if head is None else head.train,
-        Parameterization.w if parameterization is None else parameterization.kind,
-        getattr(run, "loss", Loss.logistic),
-        Gradient.exact if optimizer is None else optimizer.gradient,
-        None if optimizer is None else optimizer.fused_unfit(),
-    )
 
 
 def experiment_group(run: RunBase):

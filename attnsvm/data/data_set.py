@@ -35,6 +35,8 @@ class DataSet:
     values: bool | str = False  # gives the value matrix V (head=relu), or a "module:function"
     #   (run) -> bool deciding per run
     inits: bool = False  # gives published starts (init=published)
+    planar_paths: bool = False  # its draws are pictures in the plane (d = 2): a job that trains
+    #   on it also writes each seed's GD path there and its tokens (tables paths and tokens)
     resolvers: Mapping[str, str] = field(default_factory=dict)  # ${name:...} in sweep files:
     #   name -> "module:function"
     preflight: str | None = None  # "module:function", (run) -> None: what it draws checked
@@ -45,7 +47,7 @@ class DataSet:
         _expect(self, "name", isinstance(self.name, str), "a str")
         _expect(self, "Config", _maybe(self.Config, _is_dataclass_type), "a dataclass or None")
         _expect(self, "order", isinstance(self.order, int | float), "a number")
-        for name in ("default", "shape_from_data", "inits"):
+        for name in ("default", "shape_from_data", "inits", "planar_paths"):
             _expect(self, name, isinstance(getattr(self, name), bool), "a bool")
         for name in ("check", "check_run"):
             _expect(self, name, _maybe(getattr(self, name), callable), "a function or None")

@@ -93,6 +93,19 @@ def queries(X: torch.Tensor, Z: torch.Tensor, attention: Attention, query_index:
     return Z
 
 
+def flatten_queries(X: torch.Tensor, Y: torch.Tensor, causal: bool):
+    """Sequential attention's rows, every token a query (their masked SVM: svm/masked.py).
+    X (R, n, T, d), Y (R, n) -> X (R, nT, T, d), Z (R, nT, d), Y (R, nT), mask (R, nT, T)."""
+    R, n, T, d = X.shape
+    Xq = X.unsqueeze(2).expand(R, n, T, T, d).reshape(R, n * T, T, d)
+    Z = X.reshape(R, n * T, d)  # query (i, k) is x_ik
+    vis = torch.ones(T, T, dtype=torch.bool)
+    if causal:
+        vis = torch.tril(vis)  # row k: tokens t <= k
+    mask = vis.repeat(n, 1).expand(R, n * T, T).clone()
+    return Xq.contiguous(), Z.contiguous(), Y.repeat_interleave(T, dim=1), mask
+
+
 def random_instances(cfg: DatasetBase, seeds: list[int]):
     """The published random generator for every seed, stacked (float32 draws)."""
     draws = [published_instance(s, cfg.n, cfg.T, cfg.d) for s in seeds]
@@ -222,8 +235,6 @@ def make_instances(
     extra = dict(zip(sets.entry(name).extra, rest, strict=False))
     mask = None
     if cfg.attention == Attention.sequential:  # every token a query: (i, k) rows, n -> n T
-        from attnsvm.svm.masked import flatten_queries
-
         X, Z, Y, mask = flatten_queries(X, Y, cfg.causal)
     else:
         Z = queries(X, Z, cfg.attention, cfg.query_index)

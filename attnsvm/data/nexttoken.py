@@ -30,7 +30,7 @@ import torch
 from attnsvm.config.schema import DatasetBase
 from attnsvm.data.sets import dataset_class
 from attnsvm.data.sets.nexttoken import Embedding, Graphs
-from attnsvm.svm.graph import is_cyclic, scc_table
+from attnsvm.data.token_graph import is_cyclic, scc_table
 
 PUBLISHED_SEED = 1  # torch.manual_seed(1) in both notebooks
 INITS = {"global": 2, "local": 3}  # nn.Linear(d, d) inits per instance in each notebook

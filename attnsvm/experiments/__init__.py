@@ -14,7 +14,7 @@ object of the class ``Experiment`` (attnsvm/experiments/experiment.py):
                                      #   summary.py   summary_text(runs, seconds) -> str
                                      #   plots.py     figures(runs, trajectory, out_dir, sweep)
                                      #   readme_rows.py  SWEEPS: its README results rows
-                                     #   bench.py     bench_cases(quick), bench_jobs(quick)
+                                     #   bench.py     bench_cases(quick), bench_jobs(quick, bench)
                                      #   reanalysis.py  reanalyse(run, arrays, before)
         Run=IclRun,                  # optional: its job's config, written out: RunBase (the
                                      #   keys every job has) and the groups it reads

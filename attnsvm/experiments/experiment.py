@@ -51,8 +51,9 @@ class Experiment:
     #   always held at these values though its Run lacks them (old sweeps keep their identity)
     published: Callable | None = None  # () -> its sweeps' rows of the README's results tables
     bench_cases: Callable | None = None  # (quick) -> {case: {"batched": x, "alone": y, ...}}
-    bench_jobs: Callable | None = None  # (quick) -> [{"what", "target", "wall", "cpu", ...}]:
-    #   whole jobs of it timed by python -m attnsvm.bench (its rows of the report and README)
+    bench_jobs: Callable | None = None  # (quick, bench) -> [{"what", "target", "wall", ...}]:
+    #   whole jobs of it timed by python -m attnsvm.bench with the tools it hands down (bench:
+    #   attnsvm/bench/experiment_cases.py's JobBench) (its rows of the report and README)
     reanalyse: Callable | None = None  # (run, arrays, result before) -> JobResult: its SVMs
     #   and metrics again from a finished job's arrays.npz, nothing trained (attnsvm.reanalyse)
     default: bool = False  # the experiment of a config that names none (exactly one built-in)

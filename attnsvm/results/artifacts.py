@@ -21,6 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+# what arrays.npz keeps: never a number, so neither in a job's hash nor in its rows
+ARTIFACT_KEYS = ("artifacts", "artifact_checkpoints", "artifact_max_mb")
+# keys of how a job runs and what it keeps, never what it computes (out of the hash too)
+NON_RESULT_KEYS = ("threads", "batch_size", "progress_interval", *ARTIFACT_KEYS)
+
 ARRAYS = "arrays.npz"
 FORMAT = 1  # the layout's version, in ``meta``
 

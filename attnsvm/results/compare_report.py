@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnsvm.composition.identity import NON_RESULT_KEYS
 from attnsvm.config.checks import flatten
 from attnsvm.results import report_html
+from attnsvm.results.artifacts import NON_RESULT_KEYS
 from attnsvm.results.report_html import esc
 from attnsvm.results.store import scan_jobs
 from attnsvm.results.sweep_report import _point_keys

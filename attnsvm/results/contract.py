@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from attnsvm.composition.identity import ARTIFACT_KEYS, config_hash, flatten, plain
-from attnsvm.composition.resolve import train_engine
+from attnsvm.composition.identity import config_hash, flatten, plain
 from attnsvm.config.constraints import plain_read
+from attnsvm.experiments.engine import train_engine
+from attnsvm.results.artifacts import ARTIFACT_KEYS
 from attnsvm.results.stack import with_constants
 
 

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnsvm.composition.identity import (  # noqa: F401  (re-exported: the contract's identity)
-    NON_RESULT_KEYS,
     config_hash,
     flatten,
     plain,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from attnsvm.results.store import NON_RESULT_KEYS
+from attnsvm.results.artifacts import NON_RESULT_KEYS
 
 MAX_DESCRIPTION = 80  # characters of the readable part of an ad-hoc sweep's directory name
 UNSAFE = re.compile(r"[^A-Za-z0-9.,=+_-]+")

@@ -16,6 +16,7 @@ problem is solved exactly as an equality-constrained SVM: project the inequality
 null space of the equality rows, then least-distance programming through its NNLS dual.
 
     scc = scc_table(ids, src, K)             # (K, K): SCC label of id j in G^(k)
+                                             # (attnsvm/data/token_graph.py)
     sol = graph_svm_fro(E, ids, src, scc)    # GraphSVM(W, status, reason)
 """
 
@@ -25,10 +26,9 @@ from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from attnsvm.config.schema import SolverConfig
+from attnsvm.data.token_graph import edges
 from attnsvm.svm import cvx
 from attnsvm.svm import solve as svm
 
@@ -40,42 +40,6 @@ class GraphSVM:
     W: np.ndarray | None  # (d, d), None unless status is ok (or zero: the zero matrix)
     status: str  # ok | infeasible | zero | solver_error
     reason: str = ""
-
-
-def edges(ids: np.ndarray, src: np.ndarray):
-    """(i, t, u) of every edge ids[i, t] -> ids[i, u]: t a source position, u any other one."""
-    T = ids.shape[1]
-    i, t, u = np.nonzero(src[:, :, None] & ~np.eye(T, dtype=bool)[None])
-    return i, t, u
-
-
-def scc_table(ids: np.ndarray, src: np.ndarray, K: int) -> np.ndarray:
-    """SCC label (K, K) of vocabulary id j in G^(k), row k; a last token that ends no sequence
-    gets the edgeless graph (every id its own SCC)."""
-    i, t, u = edges(ids, src)
-    last = ids[:, -1]
-    out = np.tile(np.arange(K), (K, 1))
-    for k in np.unique(last):
-        on = last[i] == k
-        adj = coo_matrix((np.ones(on.sum()), (ids[i[on], t[on]], ids[i[on], u[on]])), (K, K))
-        out[k] = connected_components(adj, directed=True, connection="strong")[1]
-    return out
-
-
-def is_cyclic(scc: np.ndarray, last: np.ndarray) -> bool:
-    """Some G^(k) of an occurring last token k has an SCC of two or more ids."""
-    return any(np.bincount(scc[k]).max() >= 2 for k in np.unique(last))
-
-
-def scc_text(scc: np.ndarray, last: np.ndarray) -> str:
-    """Readable SCCs of the occurring last tokens, e.g. ``0:{1,3}{2}{4}{5}{0}``."""
-    parts = []
-    for k in np.unique(last):
-        groups = {}
-        for j, c in enumerate(scc[k]):
-            groups.setdefault(c, []).append(j)
-        parts.append(f"{k}:" + "".join("{" + ",".join(map(str, g)) + "}" for g in groups.values()))
-    return " ".join(parts)
 
 
 def constraint_rows(E: np.ndarray, ids: np.ndarray, src: np.ndarray, scc: np.ndarray):

@@ -3,8 +3,9 @@
 Sequence i with tokens X_i (T, d) and label Y_i becomes T query rows (i, k): query
 z_ik = x_ik, the same tokens, the same label, and, with ``dataset.causal=true``, only the tokens
 t <= k visible. Flattening (i, k) into the sequence axis (n -> n T) lets GD, the heads and the
-SVMs run unchanged; the visibility ``mask`` (R, n T, T) removes hidden tokens from the softmax
-(logit -inf) and from the SVM, whose constraints are one per (i, k, t != alpha_ik), t visible:
+SVMs run unchanged (``flatten_queries``, attnsvm/data/generators.py); the visibility ``mask``
+(R, n T, T) removes hidden tokens from the softmax (logit -inf) and from the SVM, whose
+constraints are one per (i, k, t != alpha_ik), t visible:
 
     min ||W||  s.t.  (x_{i alpha_ik} - x_it)^T W x_ik >= 1  for all i, k and visible t != alpha_ik.
 
@@ -14,22 +15,9 @@ SVMs run unchanged; the visibility ``mask`` (R, n T, T) removes hidden tokens fr
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from attnsvm.config.schema import SolverConfig
 from attnsvm.svm import solve as svm
-
-
-def flatten_queries(X: torch.Tensor, Y: torch.Tensor, causal: bool):
-    """X (R, n, T, d), Y (R, n) -> X (R, nT, T, d), Z (R, nT, d), Y (R, nT), mask (R, nT, T)."""
-    R, n, T, d = X.shape
-    Xq = X.unsqueeze(2).expand(R, n, T, T, d).reshape(R, n * T, T, d)
-    Z = X.reshape(R, n * T, d)  # query (i, k) is x_ik
-    vis = torch.ones(T, T, dtype=torch.bool)
-    if causal:
-        vis = torch.tril(vis)  # row k: tokens t <= k
-    mask = vis.repeat(n, 1).expand(R, n * T, T).clone()
-    return Xq.contiguous(), Z.contiguous(), Y.repeat_interleave(T, dim=1), mask
 
 
 def masked_view(X: np.ndarray, Z: np.ndarray, mask: np.ndarray, alpha: np.ndarray):

@@ -20,6 +20,7 @@ of the class ``DataSet`` (attnsvm/data/data_set.py says what each field means):
         accepted_seeds="module:function",  # optional: (ds, first, count) -> the seeds it takes
         values=True,                 # optional: gives V (head=relu), or a "module:function"
         inits=True,                  # optional: gives published starts (init=published)
+        planar_paths=True,           # optional: 2-D pictures: jobs also write each GD path
         resolvers={"name": "module:function"},  # optional: ${name:...} in sweep files
         preflight="module:function", # optional: (run) -> None, what it draws checked early
         doc=__doc__,

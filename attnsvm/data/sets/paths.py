@@ -15,4 +15,6 @@ def check(ds) -> None:
         )
 
 
-DATA_SET = DataSet(instances="attnsvm.data.generators:paths_instances", check=check, doc=__doc__)
+DATA_SET = DataSet(
+    instances="attnsvm.data.generators:paths_instances", check=check, planar_paths=True, doc=__doc__
+)

@@ -18,11 +18,12 @@ import torch
 
 from attnsvm import metrics
 from attnsvm.composition.identity import config_hash
-from attnsvm.composition.resolve import train_engine
 from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.schema import RunBase
+from attnsvm.data import sets
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.data.maxmargin import key_query
+from attnsvm.experiments.engine import train_engine
 from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
@@ -264,7 +265,7 @@ def run_batch(cfg: RunBase, seeds: list[int], report: Progress | None = None, fi
     t0 = time.perf_counter()
     params, cone_info = None, None
     if cfg.parameterization.init == Init.cone:  # start near a local, non-global SVM direction
-        from attnsvm.train.cone import cone_params
+        from attnsvm.svm.cone import cone_params
 
         params, cone_info = cone_params(cfg, inst)
     if report is not None:
@@ -300,6 +301,7 @@ def analyse_batch(cfg: RunBase, inst: Instances, traj: Trajectory, report=None):
         report.start_analysis()
     rows, trajs, extra = [], [], {}
     kkt = kkt_curves(cfg, inst, traj)
+    planar = sets.entry(sets.name_of(cfg.dataset)).planar_paths
 
     def analysed(share: list[int]) -> list[tuple]:
         return [analyse_seed(cfg, inst, traj, r, (at_opt[r], at_sel.get(r)), kkt) for r in share]
@@ -311,7 +313,7 @@ def analyse_batch(cfg: RunBase, inst: Instances, traj: Trajectory, report=None):
     for r, (row, tr) in enumerate(a for part in parts for a in part):
         rows.append(row)
         trajs.append(tr)
-        if cfg.dataset.generator.value == "paths":  # the path pictures: their tables too
+        if planar:  # the data set's pictures in the plane: each seed's path in it too
             paths, tokens = path_tables(inst, traj, r, at_opt[r])
             extra.setdefault("paths", []).append(paths)
             extra.setdefault("tokens", []).append(tokens)

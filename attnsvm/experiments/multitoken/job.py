@@ -32,10 +32,10 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics
-from attnsvm.composition.resolve import train_engine
 from attnsvm.config.enums import Parameterization
 from attnsvm.config.schema import RunBase, SolverConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
+from attnsvm.experiments.engine import train_engine
 from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash
 from attnsvm.runtime import on_cpu

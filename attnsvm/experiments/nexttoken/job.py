@@ -30,6 +30,7 @@ import pandas as pd
 
 from attnsvm.config.enums import Parameterization
 from attnsvm.config.schema import RunBase
+from attnsvm.data import token_graph as tg
 from attnsvm.data.nexttoken import make_nexttoken
 from attnsvm.metrics import corr
 from attnsvm.results.stack import with_constants
@@ -50,7 +51,7 @@ def _nuclear(cfg: RunBase) -> bool:
 def _graphs(inst, r: int):
     """Global SCC table (K, K), the finite part's mask (n, T) and rows (n,) of seed r."""
     ids, labels = inst.ids[r], inst.labels[r]
-    scc = gs.scc_table(ids, ids == labels[:, None], inst.E.shape[1])
+    scc = tg.scc_table(ids, ids == labels[:, None], inst.E.shape[1])
     rows = gs.cyclic_rows(ids, labels, scc)
     mask = np.where(rows[:, None], gs.fin_mask(ids, labels, scc), True)
     return scc, mask, rows
@@ -76,8 +77,8 @@ def analyse_seed(cfg: RunBase, inst, r: int, j: int, traj, scc) -> tuple[dict, p
     Ws, Wfs, s = traj.W[:, j], traj.W_fin[:, j], traj.s[j]
     kq_nuc = cfg.parameterization.kind == Parameterization.kq
     row = {"ids": ";".join(",".join(map(str, q)) for q in ids)}
-    row.update(labels=",".join(map(str, labels)), scc=gs.scc_text(scc, ids[:, -1]))
-    row.update(cyclic=gs.is_cyclic(scc, ids[:, -1]), attempts=int(inst.attempts[r]))
+    row.update(labels=",".join(map(str, labels)), scc=tg.scc_text(scc, ids[:, -1]))
+    row.update(cyclic=tg.is_cyclic(scc, ids[:, -1]), attempts=int(inst.attempts[r]))
     why = divergence(traj.steps, W=Ws, loss=traj.loss[:, j], grad_norm=traj.grad_norm[:, j])
     if why is not None or not np.isfinite(s).all():
         return {**row, "status": "diverged", "reason": why or "non-finite softmax"}, None
@@ -86,7 +87,7 @@ def analyse_seed(cfg: RunBase, inst, r: int, j: int, traj, scc) -> tuple[dict, p
         glob["nuc"] = _svm(cfg, E, ids, ids == labels[:, None], scc, True)
     W_svm = glob["nuc" if kq_nuc else "fro"].W
     local_src = s > cfg.nexttoken.local_threshold  # ids distinct: mass per id = per position
-    local_scc = gs.scc_table(ids, local_src, E.shape[0])
+    local_scc = tg.scc_table(ids, local_src, E.shape[0])
     local = _svm(cfg, E, ids, local_src, local_scc, kq_nuc)
     basis = gs.fin_basis(E, ids, labels, scc)
     X = E[ids]  # (n, T, d)

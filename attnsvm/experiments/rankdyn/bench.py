@@ -11,7 +11,7 @@ import json
 import resource
 import time
 
-from attnsvm.composition import DatasetConfig
+from attnsvm.data.dataset_config import DatasetConfig
 from attnsvm.data.generators import make_instances
 from attnsvm.runtime import limit_threads
 from attnsvm.train.heads import LinearHead

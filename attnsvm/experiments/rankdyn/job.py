@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics
-from attnsvm.composition import DatasetConfig
+from attnsvm.data.dataset_config import DatasetConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.results.contract import JobResult, group_columns
 from attnsvm.results.stack import with_constants

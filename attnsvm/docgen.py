@@ -1,7 +1,8 @@
-"""The generated parts of docs/: the configuration reference and the result columns.
+"""The generated parts of docs/: the configuration reference and the result columns (an entry
+point: it reads every registry and runs tiny jobs, so it sits above what it documents).
 
-    python -m attnsvm.results.docgen --write    # rewrite them between their markers
-    python -m attnsvm.results.docgen --check    # exit 1, naming the file, when docs/ differ
+    python -m attnsvm.docgen --write    # rewrite them between their markers
+    python -m attnsvm.docgen --check    # exit 1, naming the file, when docs/ differ
 
 Both are read off the code, so they cannot drift from it. The reference: every group and key
 of the schema dataclasses (attnsvm/config/schema.py and each experiment's ``Config``), its
@@ -27,7 +28,7 @@ from attnsvm.config.constraints import accepted_text
 from attnsvm.config.schema import CONF_MODULE, RunBase
 from attnsvm.experiments import builtin_names, entry, group_of, read_groups
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 TARGETS = {"config-reference": "configuration.md", "result-columns": "result-contract.md"}
 SEEDS = 2
 # keys that size a job, set small for the columns' run wherever a group has them
@@ -255,7 +256,7 @@ def stale(tags=tuple(TARGETS), docs: Path = DOCS, write: bool = False) -> list[P
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attnsvm.results.docgen", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m attnsvm.docgen", description=__doc__)
     parser.add_argument("--write", action="store_true", help="rewrite the generated parts")
     parser.add_argument("--check", action="store_true", help="exit 1 when they are stale")
     parser.add_argument("--only", choices=list(TARGETS), help="one part only")
