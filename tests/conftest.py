@@ -41,7 +41,7 @@ def skip_unless_system_software(what: str) -> None:
         )
 
 
-# Under pytest-xdist (pyproject's addopts: -n 2 --dist loadgroup) a test file runs on one worker,
+# Under pytest-xdist (pyproject's addopts: -n auto --dist loadgroup) a test file runs on one worker,
 # so its module fixtures (the golden tables' recomputation, a sweep several tests read) are made
 # once; the cluster tests share one group, so that no two clusters (or a cluster and a test that
 # needs none running) are up at once. The groups are read from the file names by the scheduler
@@ -75,6 +75,12 @@ def xdist_group_of(nodeid: str) -> str:
     """The xdist group of a test: its file's stem, or "cluster"."""
     module = Path(nodeid.split("::", 1)[0]).stem
     return "cluster" if module in CLUSTER_FILES else module
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): one worker per core this process may use, at most 8
+    (the cluster group's ten minutes are serial, so more would wait for it)."""
+    return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
 def pytest_xdist_make_scheduler(config, log):
