@@ -59,8 +59,7 @@ class LocalLauncher(Launcher):
             self.end_workers()
             return None
         n = n_workers(self.n_jobs, jobs)
-        if self._pool is None:
-            self._pool = start_pool(self.hydra_context, n)
+        self._pool = self._pool or start_pool(self.hydra_context, n)
         self._pool.resize(n)
         return self._pool
 

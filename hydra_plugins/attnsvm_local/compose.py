@@ -32,9 +32,12 @@ from attnsvm.hydra_internals import (
 )
 from attnsvm.results.plan import PlannedJob, plan_plain
 from attnsvm.results.store import finished_index
-from hydra_plugins.attnsvm_local.job import task_config
 
 JOB_NUM = "${hydra.job.num}"  # the default subdir: the job directory is the job number
+
+
+def task_config(sweep_config: DictConfig) -> DictConfig:
+    return OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
 
 
 class SweepComposer:

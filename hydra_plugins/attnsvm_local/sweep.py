@@ -4,9 +4,9 @@
     sweep.plan(); sweep.run()          # or sweep.interrupted(signum) on SIGTERM / SIGINT
     returns = sweep.returns()
 
-A job that runs is composed just before it is sent (compose.py), and its worker runs it as
-Hydra's ``run_job`` would (job.py) into ``attnsvm.run.execute``, which claims the job,
-computes it and writes its files.
+A job is composed just before it is sent (compose.py); its worker runs it with Hydra's
+``run_job`` (job.py) into ``attnsvm.run.execute``, which claims the job, computes it and
+writes its files.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from omegaconf import DictConfig
 
 from attnsvm.results.plan import SKIP, PlannedJob, print_summary, record_statuses, refuse_invalid
 from attnsvm.workers import Outcome, WorkerPool
-from hydra_plugins.attnsvm_local.compose import composer_for
-from hydra_plugins.attnsvm_local.job import SweepJobReturn, run_one, setup_worker, task_config
+from hydra_plugins.attnsvm_local.compose import composer_for, task_config
+from hydra_plugins.attnsvm_local.job import run_one, setup_worker
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
 PLANNED = "planned %d jobs in %.1f ms (%.2f ms per job)"  # attnsvm.bench reads it
@@ -51,10 +51,7 @@ def n_workers(n_jobs: int, jobs: int) -> int:
 
 def start_pool(hydra_context, n: int) -> WorkerPool:
     """``n`` workers started now, each with the Hydra state of the sweep's process."""
-    setup = (setup_worker, (hydra_context, Singleton.get_state()))
-    pool = WorkerPool(n, warm=WARM, setup=setup)
-    pool.start(n)
-    return pool
+    return WorkerPool(n, warm=WARM, setup=(setup_worker, (hydra_context, Singleton.get_state())))
 
 
 @dataclass
@@ -74,8 +71,7 @@ class LocalSweep:
         self.composer = composer_for(launcher.hydra_context.config_loader, launcher.config)
 
     def plan(self) -> None:
-        """Finished jobs are skipped here; an invalid config stops the sweep before any job
-        is sent."""
+        """Finished jobs are skipped; an invalid config stops the sweep before any job is sent."""
         start = time.perf_counter()
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         planned = self.composer.plan(self.job_overrides, self.first, self.sweep_dir)
@@ -115,31 +111,25 @@ class LocalSweep:
         return run_one, (self._composed(job), (job.planned.run, job.planned.config_hash))
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
+        """The job's status; a job whose worker died or that raised outside attnsvm's own
+        recording gets job.json ``failed`` (``interrupted`` when the sweep was) and the reason."""
         job = self.jobs[num]
-        job.status = (
-            outcome.value if outcome.error is None else self._record(job, outcome, interrupted)
-        )
-
-    def _record(self, job: Job, outcome: Outcome, interrupted: str | None) -> str:
-        """job.json of a job whose worker died or that raised outside attnsvm's recording:
-        ``failed`` (``interrupted`` when the sweep was) with the reason; returns the status."""
+        if outcome.error is None:
+            job.status = outcome.value
+            return
         from attnsvm.run import record_lost_job
 
-        status = "interrupted" if interrupted else "failed"
+        job.status = "interrupted" if interrupted else "failed"
         error = f"{outcome.error} (sweep {interrupted})" if interrupted else outcome.error
-        extra = {"status": status, "traceback": outcome.traceback, "exitcode": outcome.exitcode}
+        extra = {"status": job.status, "traceback": outcome.traceback, "exitcode": outcome.exitcode}
+        cfg, out = task_config(self._composed(job)), Path(job.planned.job_dir)
         try:
-            cfg = task_config(self._composed(job))
-            where = record_lost_job(cfg, Path(job.planned.job_dir), self.sweep_dir, error, **extra)
-        except OSError as exc:
-            log.error(
-                "job #%d %s: %s; job.json not written: %r", job.planned.num, status, error, exc
-            )
-            return status
-        if where is None:  # it had finished: the result came before the worker died
-            return "finished"
-        log.error("job #%d %s: %s", job.planned.num, status, error)
-        return status
+            if record_lost_job(cfg, out, self.sweep_dir, error, **extra) is None:
+                job.status = "finished"  # the result came before the worker died
+                return
+        except OSError as exc:  # a full disk: the sweep goes on
+            error = f"{error}; job.json not written: {exc!r}"
+        log.error("job #%d %s: %s", num, job.status, error)
 
     def interrupted(self, signum: int, pool: WorkerPool | None) -> None:
         """SIGTERM / SIGINT of the sweep: interrupt the jobs in flight, start no other, print
@@ -158,14 +148,7 @@ class LocalSweep:
         """One JobReturn per job, in order, whose value is the job's status."""
         out = []
         for job in self.jobs.values():
-            cfg = job.config
-            ret = SweepJobReturn(
-                overrides=job.overrides,
-                hydra_cfg=cfg,
-                working_dir=job.planned.job_dir,
-                task_name=None if cfg is None else str(cfg.hydra.job.name),
-                status=JobStatus.COMPLETED,
-            )
-            ret.return_value = job.status
+            ret = JobReturn(overrides=job.overrides, working_dir=job.planned.job_dir)
+            ret.status, ret.return_value = JobStatus.COMPLETED, job.status
             out.append(ret)
         return out
