@@ -67,20 +67,6 @@ def refuse_invalid(jobs: list[PlannedJob]) -> None:
         raise SystemExit(f"attnsvm: invalid config: {where} (no job was started)")
 
 
-def format_plan(jobs: list[PlannedJob], sweep_dir: Path) -> str:
-    """The dry run's output: one line per job and a count per action."""
-    lines = [f"attnsvm dry run of the sweep in {sweep_dir} (nothing is run):"]
-    for j in jobs:
-        where = Path(j.job_dir).name if Path(j.job_dir).parent == Path(sweep_dir) else j.job_dir
-        lines.append(
-            f"  #{j.num:<4} {j.action:<8} {j.config_hash or '-':<16}  {where:<24} "
-            f"{j.note}  [{j.overrides}]"
-        )
-    counts = {a: sum(j.action == a for j in jobs) for a in (RUN, RERUN, SKIP, INVALID)}
-    lines.append("  total: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-    return "\n".join(lines)
-
-
 def format_sweep_status(sweep_dir: Path) -> str:
     """One line of counts by job.json's status, then one line per job not finished."""
     jobs: dict[str, list[tuple[Path, dict]]] = {}

@@ -1,7 +1,7 @@
 """In a local sweep's worker: one job, run by Hydra's own ``run_job``.
 
-    setup_worker(hydra_context, singleton_state)   # once per worker (the pool's setup)
-    status = run_one(sweep_config, planned)         # each job: its composed config and plan
+setup_worker(hydra_context, singleton_state)   # once per worker (the pool's setup)
+status = run_one(sweep_config, planned)         # each job: its composed config and plan
 """
 
 from __future__ import annotations
