@@ -89,17 +89,6 @@ def claim_job_dir(out: Path, chash: str) -> Path:
     return alt
 
 
-def _recompute_broken(out: Path, broken: tuple[Path, str] | None) -> Path:
-    """Where a job whose finished files fail verification is recomputed: its own directory."""
-    if broken is None:
-        return out
-    place, problem = broken
-    log.warning("results in %s fail verification (%s): recomputing the job there", place, problem)
-    if place != out:
-        _discard_output_dir(out)
-    return place
-
-
 def execute(
     cfg: DictConfig,
     out: Path,
@@ -129,7 +118,12 @@ def execute(
                 _discard_output_dir(out)
             log.info("job %s already finished in %s: skipped", chash, done)
             return "skipped"
-        out = _recompute_broken(out, find_broken(chash, out, sweep_dir))
+        broken = find_broken(chash, out, sweep_dir)
+        if broken is not None:  # finished files that fail verification: recomputed there
+            log.warning("results in %s fail verification (%s): recomputing there", *broken)
+            if broken[0] != out:
+                _discard_output_dir(out)
+            out = broken[0]
         out = claim_job_dir(out, chash)
         for tmp in remove_stale_temps(out):
             log.info("removed %s, left by a killed run", tmp)
@@ -158,21 +152,16 @@ def _compute(run, job: dict, out: Path, multirun: bool, sweep_dir: Path | None) 
             write_result(out, job, result)
             if sweep_dir is not None:
                 mark_finished(sweep_dir, job["config_hash"], out)
-        except JobInterrupted as exc:
-            return _record_interrupted(job, out, exc, multirun)
+        except JobInterrupted as exc:  # job.json says by which signal; a single run exits
+            record = {**job, "status": "interrupted", "error": str(exc), "signal": exc.name}
+            write_json(record, out / JOB)
+            log.error("job %s %s (recorded in %s)", job["config_hash"], exc, out / JOB)
+            if not multirun:
+                raise SystemExit(128 + exc.signum) from None
+            return "interrupted"
     print(entry(run.experiment).summary_text(result.runs, result.seconds))
     print(f"  results: {out}")
     return "finished"
-
-
-def _record_interrupted(job: dict, out: Path, exc: JobInterrupted, multirun: bool) -> str:
-    """job.json says ``interrupted`` and by which signal; a single run exits 128 + signum."""
-    record = {**job, "status": "interrupted", "error": str(exc), "signal": exc.name}
-    write_json(record, out / JOB)
-    log.error("job %s %s (recorded in %s)", job["config_hash"], exc, out / JOB)
-    if not multirun:
-        raise SystemExit(128 + exc.signum)
-    return "interrupted"
 
 
 def record_lost_job(

@@ -107,21 +107,15 @@ def sweep_line(statuses: Iterable[str | None]) -> str:
     return f"{run} run, {skipped} skipped, {failed_count(statuses)} failed, {missing} not started"
 
 
-def statuses_on_disk(sweep_dir: Path, since: float) -> list[str]:
-    """For a launcher that reports nothing: jobs started since ``since`` by their status,
-    finished ones started before as skipped (jobs that never started are not seen)."""
-    out = []
-    for _, job in scan_jobs(sweep_dir):
-        if float(job.get("started") or 0) >= since:
-            out.append(job.get("status", "unknown"))
-        elif job.get("status") == "finished":
-            out.append("skipped")
-    return out
-
-
 def print_summary(sweep_dir: Path) -> int:
     """The sweep's jobs by status, then ``sweep_line``; returns how many failed."""
-    statuses = _SWEEP["statuses"] or statuses_on_disk(sweep_dir, _SWEEP["started"])
+    statuses = list(_SWEEP["statuses"])
+    if not statuses:  # a launcher that reports nothing: jobs started since the sweep did by
+        for _, job in scan_jobs(sweep_dir):  # their status, finished earlier ones as skipped
+            if float(job.get("started") or 0) >= _SWEEP["started"]:
+                statuses.append(job.get("status", "unknown"))
+            elif job.get("status") == "finished":
+                statuses.append("skipped")
     print(format_sweep_status(sweep_dir), flush=True)
     print(f"attnsvm sweep: {sweep_line(statuses)}", flush=True)
     return failed_count(statuses)

@@ -32,8 +32,8 @@ from attnsvm.interrupt import JobInterrupted, interruptible
 from attnsvm.results.plan import SKIP, PlannedJob, print_summary, record_statuses, refuse_invalid
 from attnsvm.results.sweepdir import register_resolver
 from attnsvm.workers import Outcome, WorkerPool
+from hydra_plugins.attnsvm_local import job as worker
 from hydra_plugins.attnsvm_local.compose import composer_for, task_config
-from hydra_plugins.attnsvm_local.job import run_one, setup_worker
 from hydra_plugins.attnsvm_local.sweeper import AttnsvmSweeper  # noqa: F401  (hydra/sweeper)
 
 register_resolver()  # conf/config.yaml's hydra.sweep.dir: Hydra imports plug-ins first
@@ -44,6 +44,8 @@ OWN_CPU = "the sweep's process: %.2f s of CPU"  # and this
 # what jobs import (torch, pandas, scipy, Hydra's job machinery): a worker imports them as it
 # starts, while the sweep plans, not in its first job
 WARM = ("attnsvm.job", "attnsvm.svm.solve", "attnsvm.run", "hydra_plugins.attnsvm_local.job")
+# job.py's functions are read from the module when sent (``worker.run_one``): Hydra's plug-in
+# scan runs job.py again, and names bound before it would be pickled by value, not by reference
 
 
 @dataclass
@@ -95,7 +97,7 @@ class LocalLauncher(Launcher):
         if not jobs:
             self.end_workers()
         elif self.pool is None:
-            setup = (setup_worker, (self.hydra_context, Singleton.get_state()))
+            setup = (worker.setup_worker, (self.hydra_context, Singleton.get_state()))
             self.pool = WorkerPool(n, warm=WARM, setup=setup)
         else:
             self.pool.resize(n)
@@ -163,7 +165,7 @@ class LocalLauncher(Launcher):
     def _message(self, num: int) -> tuple:
         """Job ``num`` for a worker: ``run_one`` of its composed config and its plan."""
         job = self.jobs[num]
-        return run_one, (self._composed(job), (job.planned.run, job.planned.config_hash))
+        return worker.run_one, (self._composed(job), (job.planned.run, job.planned.config_hash))
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
         """The job's status; a job whose worker died or that raised outside attnsvm's own
