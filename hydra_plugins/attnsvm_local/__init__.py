@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.plugins.launcher import Launcher
@@ -153,7 +152,6 @@ class LocalLauncher(Launcher):
             for num in todo:
                 log.info("\t#%d : %s", num, self.jobs[num].planned.overrides)
             self.pool.run(todo, self._message, self._done)
-            HydraConfig.instance().set_config(self.config)
             log.info(OWN_CPU, time.process_time())
         record_statuses(j.status for j in self.jobs.values())
 

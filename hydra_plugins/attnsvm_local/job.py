@@ -23,13 +23,13 @@ def setup_worker(hydra_context, singleton_state) -> None:
 
 
 def run_one(config, planned: tuple):
-    """One job; returns ``attnsvm.run.main_planned``'s status, or raises its error."""
-    from attnsvm.run import main_planned
+    """One job; returns ``attnsvm.run.execute``'s status, or raises its error."""
+    from attnsvm.run import execute
 
     try:
         ret = run_job(
             hydra_context=_WORKER["hydra_context"],
-            task_function=functools.partial(main_planned, planned),
+            task_function=functools.partial(execute, planned),
             config=config,
             job_dir_key="hydra.sweep.dir",
             job_subdir_key="hydra.sweep.subdir",
