@@ -13,8 +13,6 @@ release that moves one fails there, with its name, and not deep inside a sweep.
 - ``child``, ``raw_value``, ``set_raw_value``: an OmegaConf node, read or set without
   resolving its interpolation (is a job's directory its number; does a value fit its node).
 - ``returned``: what a job's task function returned, without raising a failed job's error.
-- ``flush_loggers``, ``yaml_str_representer``: a sweep worker's job run as Hydra runs one
-  (hydra_plugins/attnsvm_local/job.py).
 """
 
 from __future__ import annotations
@@ -61,20 +59,6 @@ def raw_value(node):
 def set_raw_value(node, value) -> None:
     """Set ``value`` on ``node`` with its type's checks (raises what composition would)."""
     node._set_value(value)
-
-
-def flush_loggers() -> None:
-    """Every logger's handlers flushed, as Hydra does after a job."""
-    from hydra.core.utils import _flush_loggers
-
-    _flush_loggers()
-
-
-def yaml_str_representer():
-    """OmegaConf's YAML representer of strings (quotes those that read as another type)."""
-    from omegaconf._utils import OmegaConfDumper
-
-    return OmegaConfDumper.str_representer
 
 
 def returned(job_return):

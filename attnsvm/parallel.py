@@ -35,13 +35,6 @@ def worth_forking(items: int, workers: int) -> bool:
     return items >= FORK_MIN_ITEMS * workers
 
 
-def _forkable() -> bool:  # a daemonic process (a multiprocessing pool's) may have no child
-    return (
-        "fork" in multiprocessing.get_all_start_methods()
-        and not multiprocessing.current_process().daemon
-    )
-
-
 def spread(
     fn: Callable,
     shares: Sequence,
@@ -55,7 +48,8 @@ def spread(
     n = min(workers, len(shares))
     if n <= 1:
         return _in_order(map(fn, shares), done)
-    if not (processes and _forkable()):
+    daemon = multiprocessing.current_process().daemon  # a pool's daemonic worker has no child
+    if not processes or daemon or "fork" not in multiprocessing.get_all_start_methods():
         with limit_threads(1), ThreadPoolExecutor(n) as pool:
             return _in_order(pool.map(fn, shares), done)
     global _TASK

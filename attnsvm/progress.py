@@ -1,17 +1,12 @@
 """Progress of a long job: seeds, training steps and SVMs done, elapsed time and an ETA.
 
-The pipeline feeds a ``Progress`` with stage events; it logs (``attnsvm`` logger: the console
-and ``run.log``) at most once every ``interval`` seconds, and, as a context manager, also when
-no event comes for that long (a long SVM call):
-
-    progress: 12 s elapsed, seeds 0/4 done; training seeds 1-4: step 1200/2000; ETA 8 s
-    seeds done: 4/4 (40 s elapsed)
-
     with Progress(interval=5.0) as report:   # python -m attnsvm.run: progress_interval
-        run_job(cfg, progress=report)
+        run_job(cfg, progress=report)         # progress: 12 s elapsed, seeds 0/4 done; ...
 
-It is also the ``progress(done, total)`` callback every experiment's ``run_job`` accepts. Events
-come from the fused engine's threads, so each update holds a lock; no number of the job changes.
+The pipeline feeds it stage events; it logs (``attnsvm`` logger: the console and ``run.log``)
+at most once every ``interval`` seconds, and also when no event comes for that long (a long SVM
+call). It is also the ``progress(done, total)`` callback every experiment's ``run_job`` accepts.
+Events come from the fused engine's threads, so each update holds a lock.
 """
 
 from __future__ import annotations

@@ -55,10 +55,7 @@ def _discard_output_dir(out: Path, parents: bool = False) -> None:
     """``out`` removed if it holds only what Hydra writes before the task (``.hydra/``, the
     ``.log``) and is not the launch directory; with ``parents``, the empty directories above it
     below the launch directory too (Hydra made them for this run)."""
-    try:
-        top = os.path.abspath(HydraConfig.get().runtime.cwd)  # where the command started
-    except ValueError:  # no Hydra run (attnsvm.run_job, tests)
-        top = os.getcwd()
+    top = os.path.abspath(HydraConfig.get().runtime.cwd)  # where the command started
     if not out.is_dir() or os.path.abspath(out) == top:
         return
     if not all(p.name == ".hydra" or (p.suffix == ".log" and p.is_file()) for p in out.iterdir()):
@@ -89,29 +86,14 @@ def claim_job_dir(out: Path, chash: str) -> Path:
     return alt
 
 
-def _recompute_broken(out: Path, broken: tuple[Path, str] | None) -> Path:
-    """Where a job whose finished files fail verification is recomputed: its own directory."""
-    if broken is None:
-        return out
-    place, problem = broken
-    log.warning("results in %s fail verification (%s): recomputing the job there", place, problem)
-    if place != out:
-        _discard_output_dir(out)
-    return place
-
-
-def execute(
-    cfg: DictConfig,
-    out: Path,
-    multirun: bool,
-    sweep_dir: Path | None = None,
-    planned: tuple | None = None,
-) -> str:
-    """Run one job into ``out``; returns its final status. A failure is recorded in job.json.
-
-    In a sweep (``sweep_dir``) the job is claimed first (attnsvm/results/claim.py), and skipped
-    if its finished results exist anywhere in the sweep. ``planned``: (resolved RunConfig,
-    config hash) of ``cfg`` as the local launcher's planning made them."""
+def execute(planned: tuple | None, cfg: DictConfig) -> str:
+    """Run the job of ``cfg`` into Hydra's output directory; returns its final status. A
+    failure is recorded in job.json. In a sweep the job is claimed first (results/claim.py),
+    and skipped if its finished results exist anywhere in the sweep. ``planned``: (resolved
+    RunConfig, config hash) of ``cfg`` as the local launcher's planning made them."""
+    hc = HydraConfig.get()
+    out = Path(hc.runtime.output_dir)
+    sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
     try:
         if planned is None:
             run = to_run_config(cfg)
@@ -120,7 +102,7 @@ def execute(
             run, chash = planned
         preflight(run)  # what the data set draws (your generator's return), before job.json
     except ConfigError as exc:
-        _discard_output_dir(out, parents=not multirun)
+        _discard_output_dir(out, parents=sweep_dir is None)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     with contextlib.nullcontext() if sweep_dir is None else claimed(sweep_dir, chash):
         done = find_finished(chash, out, sweep_dir)
@@ -129,14 +111,19 @@ def execute(
                 _discard_output_dir(out)
             log.info("job %s already finished in %s: skipped", chash, done)
             return "skipped"
-        out = _recompute_broken(out, find_broken(chash, out, sweep_dir))
+        broken = find_broken(chash, out, sweep_dir)
+        if broken is not None:  # finished files that fail verification: recomputed there
+            log.warning("results in %s fail verification (%s): recomputing there", *broken)
+            if broken[0] != out:
+                _discard_output_dir(out)
+            out = broken[0]
         out = claim_job_dir(out, chash)
         for tmp in remove_stale_temps(out):
             log.info("removed %s, left by a killed run", tmp)
-        return _compute(run, job_record(run, chash), out, multirun, sweep_dir)
+        return _compute(run, job_record(run, chash), out, sweep_dir)
 
 
-def _compute(run, job: dict, out: Path, multirun: bool, sweep_dir: Path | None) -> str:
+def _compute(run, job: dict, out: Path, sweep_dir: Path | None) -> str:
     """The job computed, its results written and its summary printed; ``failed`` or
     ``interrupted`` recorded in job.json instead."""
     with interruptible():
@@ -151,28 +138,23 @@ def _compute(run, job: dict, out: Path, multirun: bool, sweep_dir: Path | None) 
             except Exception as exc:
                 failed = {"status": "failed", "error": repr(exc)}
                 write_json({**job, **failed, "traceback": traceback.format_exc()}, out / JOB)
-                if not multirun:
+                if sweep_dir is None:
                     raise
                 log.error("job %s failed: %r (recorded in %s)", job["config_hash"], exc, out / JOB)
                 return "failed"
             write_result(out, job, result)
             if sweep_dir is not None:
                 mark_finished(sweep_dir, job["config_hash"], out)
-        except JobInterrupted as exc:
-            return _record_interrupted(job, out, exc, multirun)
+        except JobInterrupted as exc:  # job.json says by which signal; a single run exits
+            record = {**job, "status": "interrupted", "error": str(exc), "signal": exc.name}
+            write_json(record, out / JOB)
+            log.error("job %s %s (recorded in %s)", job["config_hash"], exc, out / JOB)
+            if sweep_dir is None:
+                raise SystemExit(128 + exc.signum) from None
+            return "interrupted"
     print(entry(run.experiment).summary_text(result.runs, result.seconds))
     print(f"  results: {out}")
     return "finished"
-
-
-def _record_interrupted(job: dict, out: Path, exc: JobInterrupted, multirun: bool) -> str:
-    """job.json says ``interrupted`` and by which signal; a single run exits 128 + signum."""
-    record = {**job, "status": "interrupted", "error": str(exc), "signal": exc.name}
-    write_json(record, out / JOB)
-    log.error("job %s %s (recorded in %s)", job["config_hash"], exc, out / JOB)
-    if not multirun:
-        raise SystemExit(128 + exc.signum)
-    return "interrupted"
 
 
 def record_lost_job(
@@ -227,16 +209,8 @@ _SINGLE_RUN_DONE: list[str] = []  # a single run's status, once written: cli may
 
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONF_MODULE}", config_name="config")
 def main(cfg: DictConfig) -> str:
-    return main_planned(None, cfg)
-
-
-def main_planned(planned: tuple | None, cfg: DictConfig) -> str:
-    """``main``, given the (resolved run, config hash) the local launcher planned."""
-    hc = HydraConfig.get()
-    multirun = hc.mode == RunMode.MULTIRUN
-    sweep_dir = Path(hc.sweep.dir) if multirun else None
-    status = execute(cfg, Path(hc.runtime.output_dir), multirun, sweep_dir, planned)
-    if not multirun:
+    status = execute(None, cfg)
+    if HydraConfig.get().mode != RunMode.MULTIRUN:
         _SINGLE_RUN_DONE.append(status)
     return status
 

@@ -1,10 +1,9 @@
 """A local sweep's worker processes: one job at a time each; they die with the sweep, and a
 worker that dies fails only its own job (why not loky or pebble: docs/scaling.md).
 
-    pool = WorkerPool(2, warm=("attnsvm.job",), setup=(fn, args))
-    pool.start(2)                             # spawned now: their imports run beside planning
-    outcomes = pool.run(nums, prepare, done)  # prepare(num) -> (fn, args); done(num, Outcome)
-    pool.close()
+    pool = WorkerPool(2, warm=("attnsvm.job",), setup=(fn, args))  # spawned now: their
+    outcomes = pool.run(nums, prepare, done)  # imports run beside planning; prepare(num) ->
+    pool.close()                              # (fn, args); done(num, Outcome) as each ends
 
 A worker is a fresh interpreter (``spawn``) and an entry point: the process-wide settings a job
 wants are made here, never by library code. It ends with the process that started it, however
@@ -19,7 +18,6 @@ import importlib
 import logging
 import multiprocessing as mp
 import os
-import pickle
 import signal
 import time
 import traceback
@@ -63,8 +61,8 @@ def _quiet_exit(signum, frame) -> None:
 
 
 def _worker_main(conn, parent_pid: int, warm: tuple[str, ...], setup: bytes | None) -> None:
-    """(fn, args) in, (value, error, traceback) out, until EOF. ``setup``: a pickled (fn, args)
-    run once (its error is every job's answer)."""
+    """(fn, args) in, (value, error, traceback) out, until EOF; ``setup``: a pickled (fn, args)
+    run once first."""
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _quiet_exit)
     watch_parent(parent_pid)
@@ -72,45 +70,24 @@ def _worker_main(conn, parent_pid: int, warm: tuple[str, ...], setup: bytes | No
     for module in warm:
         with contextlib.suppress(ImportError):  # the job that needs it fails, not the worker
             importlib.import_module(module)
-    broken = None
-    try:
-        if setup is not None:
-            fn, args = cloudpickle.loads(setup)
-            fn(*args)
-    except Exception as exc:  # noqa: BLE001  (reported as each job's error)
-        broken = (None, f"the worker's setup failed: {exc!r}", traceback.format_exc())
+    if setup is not None:
+        fn, args = cloudpickle.loads(setup)
+        fn(*args)
     logging.raiseExceptions = False  # a full disk must not print logging's own tracebacks
     while True:
         try:
-            message = conn.recv_bytes()
+            fn, args = cloudpickle.loads(conn.recv_bytes())
         except EOFError:
             break
-        answer = broken
-        if answer is None:
-            try:
-                fn, args = cloudpickle.loads(message)
-                answer = (fn(*args), None, None)
-            except BaseException as exc:  # noqa: B036  (SystemExit of the job included)
-                answer = (None, repr(exc), traceback.format_exc())
+        try:
+            answer = (fn(*args), None, None)
+        except BaseException as exc:  # noqa: B036  (SystemExit of the job included)
+            answer = (None, repr(exc), traceback.format_exc())
         try:  # a plain tuple: the sweep's process need not import anything to read it
             conn.send(answer)
         except OSError:  # the sweep's process is gone: nobody to answer
             break
-        except Exception as exc:  # the value does not pickle
-            conn.send((None, f"result could not be sent back: {exc!r}", None))
     exit_now()  # every answer is sent: no interpreter teardown (torch's is slow)
-
-
-def _reraise(error: str):  # in the worker: preparing the job failed in the sweep's process
-    raise RuntimeError(error)
-
-
-def _message(prepare, num: int) -> bytes:
-    """Job ``num``'s (fn, args) pickled; if preparing it fails, a job that raises that error."""
-    try:
-        return cloudpickle.dumps(prepare(num))
-    except Exception as exc:  # noqa: BLE001  (any error of one job's preparation)
-        return cloudpickle.dumps((_reraise, (f"the job could not be prepared: {exc!r}",)))
 
 
 @dataclass
@@ -132,15 +109,15 @@ def _end(workers: list[_Worker], grace: float = 0.0) -> None:
 
 
 class WorkerPool:
-    """At most ``n`` workers; started on demand, replaced when one dies (module doc)."""
+    """At most ``n`` workers, ``n`` started now; replaced when one dies (module doc)."""
 
     def __init__(self, n: int, warm: tuple[str, ...] = (), setup: tuple | None = None) -> None:
         self.n, self.warm, self.ctx = max(1, n), warm, mp.get_context("spawn")
         self.setup = None if setup is None else cloudpickle.dumps(setup)
-        self.idle: list[_Worker] = []
         self.busy: dict[int, _Worker] = {}  # job -> worker
         self.started: list[_Worker] = []  # every worker it had
         weakref.finalize(self, _end, self.started)  # a pool never closed: killed at exit
+        self.idle = [self._new() for _ in range(self.n)]
 
     def _new(self) -> _Worker:
         conn, child = self.ctx.Pipe()
@@ -151,10 +128,6 @@ class WorkerPool:
         self.started.append(w)
         return w
 
-    def start(self, count: int) -> None:
-        while len(self.idle) + len(self.busy) < min(count, self.n):
-            self.idle.append(self._new())
-
     def resize(self, n: int) -> None:
         """At most ``n`` workers from now on; idle ones beyond it end now."""
         self.n = max(1, n)
@@ -162,58 +135,47 @@ class WorkerPool:
             _end(self.idle[-extra:])
             del self.idle[-extra:]
 
-    def _worker(self) -> _Worker:  # an idle worker that is alive (dead ones dropped), or a new one
-        while self.idle:
-            if (w := self.idle.pop(0)).process.is_alive():
-                return w
-            w.conn.close()
-        return self._new()
-
     def _dispatch(self, pending: deque, ready: dict, prepare) -> None:
+        """Jobs sent to idle workers (dead ones dropped, new ones started) up to ``n`` busy."""
         while pending and len(self.busy) < self.n:
             num = pending.popleft()
-            payload = ready.pop(num, None) or _message(prepare, num)
-            self.busy[num] = w = self._worker()  # first: an interrupted sweep interrupts it
+            payload = ready.pop(num, None) or cloudpickle.dumps(prepare(num))
+            while self.idle and not self.idle[0].process.is_alive():
+                self.idle.pop(0).conn.close()
+            w = self.idle.pop(0) if self.idle else self._new()
+            self.busy[num] = w  # first: an interrupted sweep interrupts it
             with contextlib.suppress(OSError):  # it died since: its sentinel says so
                 w.conn.send_bytes(payload)
 
-    def _collect(self, w: _Worker) -> Outcome | None:
-        """The worker's answer, or (dead worker) an Outcome saying how it died; None: not yet."""
-        if w.conn.poll():
-            try:
-                value, error, tb = pickle.loads(w.conn.recv_bytes())
-                return Outcome(value=value, error=error, traceback=tb)
-            except (EOFError, OSError):
-                pass
-            except Exception as exc:  # noqa: BLE001  (an answer that does not unpickle here)
-                return Outcome(error=f"the job's answer could not be read: {exc!r}")
-        if w.process.is_alive():
-            return None
-        code = w.process.exitcode
-        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
-        return Outcome(error=f"worker process {w.process.pid} {how}", exitcode=code)
-
     def _ended(self, timeout: float | None = None):
-        """(num, outcome) of each busy job that ends within ``timeout`` (None: the first)."""
+        """(num, outcome) of each busy job that ends within ``timeout`` (None: the first): its
+        worker's answer, or how the worker died."""
         wait([x for w in self.busy.values() for x in (w.conn, w.process.sentinel)], timeout)
         for num, w in list(self.busy.items()):
-            outcome = self._collect(w)
+            outcome = None
+            if w.conn.poll():
+                with contextlib.suppress(EOFError, OSError):
+                    outcome = Outcome(*w.conn.recv())
+            if outcome is None and not w.process.is_alive():
+                code = w.process.exitcode
+                how = f"exited with code {code}"
+                how = f"killed by {signal.Signals(-code).name}" if code < 0 else how
+                outcome = Outcome(error=f"worker process {w.process.pid} {how}", exitcode=code)
             if outcome is not None:
                 del self.busy[num]
                 w.answered = True
-                self.idle.append(w)  # a dead one is dropped by ``_worker``
+                self.idle.append(w)  # a dead one is dropped by ``_dispatch``
                 yield num, outcome
 
     def run(self, nums, prepare, done=None) -> dict[int, Outcome]:
         """``fn(*args)`` of ``prepare(num)`` for each of ``nums`` on a worker, the next ``n``
         messages made while the workers compute; ``done(num, outcome)`` as each job ends."""
         pending, ready, outcomes = deque(nums), {}, {}
-        self.start(len(pending))
         while pending or self.busy:
             self._dispatch(pending, ready, prepare)
             for num in list(pending)[: self.n]:  # made while the workers compute
                 if num not in ready:
-                    ready[num] = _message(prepare, num)
+                    ready[num] = cloudpickle.dumps(prepare(num))
             for num, outcome in self._ended():
                 outcomes[num] = outcome
                 self._dispatch(pending, ready, prepare)  # its next job first, then ``done``

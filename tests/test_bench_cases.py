@@ -120,7 +120,7 @@ def test_the_sweep_overhead_table_reads_old_and_new_records():
     """A record made before the sweep's own CPU was logged prints a dash there; a new one its
     seconds, and the all-cores floor from the run's own numbers."""
     from attnsvm.bench.sweep_overhead import OWN_CPU, all_cores_floor, emit_table
-    from hydra_plugins.attnsvm_local.sweep import OWN_CPU as LOGGED
+    from hydra_plugins.attnsvm_local import OWN_CPU as LOGGED
 
     new = json.loads((REPO / "docs" / "benchmarks.json").read_text())["sweep_overhead"]
     old = json.loads(json.dumps(new))

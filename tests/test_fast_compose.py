@@ -23,7 +23,6 @@ from attnsvm.results.integrity import record_files
 from attnsvm.results.store import write_table
 from conftest import CONF_DIR
 from hydra_plugins.attnsvm_local.compose import SweepComposer
-from hydra_plugins.attnsvm_local.job import hydra_files
 
 JOBS = [
     ["dataset.d=3", "parameterization=kq", "seeds=2"],
@@ -75,24 +74,6 @@ def test_a_composed_job_is_hydras(hydra_sweep, overrides):
     assert out == sweep_dir / "7"
     a, b = run_config_from_plain(plain_got), run_config_from_plain(task)
     assert plain(a) == plain(b) and config_hash(a) == config_hash(b)
-
-
-@pytest.mark.parametrize("overrides", [*JOBS, ["+dataset.kwargs={a: '1', b: 'é x', c: true}"]])
-def test_a_jobs_hydra_files_are_the_text_hydra_writes(hydra_sweep, overrides):
-    """.hydra/config.yaml, hydra.yaml, overrides.yaml: Hydra's run_job text (OmegaConf.to_yaml
-    of the task config, of HydraConfig's copy, of the overrides), byte for byte."""
-    loader, master, _ = hydra_sweep
-    cfg = _hydra(loader, master, overrides, 7)
-    with open_dict(cfg):
-        cfg.hydra.runtime.output_dir = "/somewhere/7"
-    want = {
-        "config.yaml": OmegaConf.to_yaml(
-            OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-        ),
-        "hydra.yaml": OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, "hydra")),
-        "overrides.yaml": OmegaConf.to_yaml(cfg.hydra.overrides.task),
-    }
-    assert hydra_files(cfg) == want
 
 
 def test_a_grid_is_composed_once_per_set_of_groups(hydra_sweep):

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from attnsvm.bench.stage import bytecode_env
-from hydra_plugins.attnsvm_local.sweep import usable_cores
+from hydra_plugins.attnsvm_local import usable_cores
 
 GRID = [
     "dataset.d=" + ",".join(str(d) for d in range(2, 22)),

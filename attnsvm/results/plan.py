@@ -67,20 +67,6 @@ def refuse_invalid(jobs: list[PlannedJob]) -> None:
         raise SystemExit(f"attnsvm: invalid config: {where} (no job was started)")
 
 
-def format_plan(jobs: list[PlannedJob], sweep_dir: Path) -> str:
-    """The dry run's output: one line per job and a count per action."""
-    lines = [f"attnsvm dry run of the sweep in {sweep_dir} (nothing is run):"]
-    for j in jobs:
-        where = Path(j.job_dir).name if Path(j.job_dir).parent == Path(sweep_dir) else j.job_dir
-        lines.append(
-            f"  #{j.num:<4} {j.action:<8} {j.config_hash or '-':<16}  {where:<24} "
-            f"{j.note}  [{j.overrides}]"
-        )
-    counts = {a: sum(j.action == a for j in jobs) for a in (RUN, RERUN, SKIP, INVALID)}
-    lines.append("  total: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-    return "\n".join(lines)
-
-
 def format_sweep_status(sweep_dir: Path) -> str:
     """One line of counts by job.json's status, then one line per job not finished."""
     jobs: dict[str, list[tuple[Path, dict]]] = {}
@@ -121,21 +107,15 @@ def sweep_line(statuses: Iterable[str | None]) -> str:
     return f"{run} run, {skipped} skipped, {failed_count(statuses)} failed, {missing} not started"
 
 
-def statuses_on_disk(sweep_dir: Path, since: float) -> list[str]:
-    """For a launcher that reports nothing: jobs started since ``since`` by their status,
-    finished ones started before as skipped (jobs that never started are not seen)."""
-    out = []
-    for _, job in scan_jobs(sweep_dir):
-        if float(job.get("started") or 0) >= since:
-            out.append(job.get("status", "unknown"))
-        elif job.get("status") == "finished":
-            out.append("skipped")
-    return out
-
-
 def print_summary(sweep_dir: Path) -> int:
     """The sweep's jobs by status, then ``sweep_line``; returns how many failed."""
-    statuses = _SWEEP["statuses"] or statuses_on_disk(sweep_dir, _SWEEP["started"])
+    statuses = list(_SWEEP["statuses"])
+    if not statuses:  # a launcher that reports nothing: jobs started since the sweep did by
+        for _, job in scan_jobs(sweep_dir):  # their status, finished earlier ones as skipped
+            if float(job.get("started") or 0) >= _SWEEP["started"]:
+                statuses.append(job.get("status", "unknown"))
+            elif job.get("status") == "finished":
+                statuses.append("skipped")
     print(format_sweep_status(sweep_dir), flush=True)
     print(f"attnsvm sweep: {sweep_line(statuses)}", flush=True)
     return failed_count(statuses)

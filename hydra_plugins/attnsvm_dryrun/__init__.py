@@ -4,12 +4,11 @@ python -m attnsvm.run -m dataset.d=2,4,8 hydra/launcher=dryrun hydra.sweep.dir=o
 
 Every job is planned exactly as the local launcher plans it (its SweepComposer and
 attnsvm.results.plan.plan_plain, milliseconds per job); the exit code is 1 when some job's
-config is invalid. The sweep directory is left as it was (a fresh one is not created); a
-read-only one is listed too (``WRITES_NOTHING``: attnsvm's sweeper then writes no multirun.yaml).
+config is invalid. Nothing is written (``WRITES_NOTHING``: attnsvm's sweeper then writes no
+multirun.yaml), so a read-only sweep is listed too.
 """
 
 import logging
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,56 +32,50 @@ ConfigStore.instance().store(
 )
 
 
+def format_plan(jobs: list, sweep_dir: Path) -> str:
+    """The dry run's output: one line per job and a count per action."""
+    from attnsvm.results.plan import INVALID, RERUN, RUN, SKIP
+
+    lines = [f"attnsvm dry run of the sweep in {sweep_dir} (nothing is run):"]
+    for j in jobs:
+        where = Path(j.job_dir).name if Path(j.job_dir).parent == Path(sweep_dir) else j.job_dir
+        lines.append(
+            f"  #{j.num:<4} {j.action:<8} {j.config_hash or '-':<16}  {where:<24} "
+            f"{j.note}  [{j.overrides}]"
+        )
+    counts = {a: sum(j.action == a for j in jobs) for a in (RUN, RERUN, SKIP, INVALID)}
+    lines.append("  total: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return "\n".join(lines)
+
+
 class DryRunLauncher(Launcher):
     WRITES_NOTHING = True  # attnsvm's sweeper launches it on a sweep it cannot write
 
     def __init__(self) -> None:
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
-        self.sweep_dir: Path | None = None
-        self.created: Path | None = None  # topmost directory that a real launch would create
-        self.multirun_yaml: bytes | None = None
 
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
     ) -> None:
-        # The sweeper writes multirun.yaml after setup and before launch: remember what was there.
         self.config, self.hydra_context = config, hydra_context
-        self.sweep_dir = Path(str(config.hydra.sweep.dir))
-        missing = [p for p in [self.sweep_dir, *self.sweep_dir.parents] if not p.exists()]
-        self.created = missing[-1] if missing else None
-        saved = self.sweep_dir / "multirun.yaml"
-        self.multirun_yaml = saved.read_bytes() if saved.exists() else None
 
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> Sequence[JobReturn]:
-        from attnsvm.results.plan import INVALID, format_plan
+        from attnsvm.results.plan import INVALID
         from hydra_plugins.attnsvm_local.compose import composer_for
 
         assert self.config is not None and self.hydra_context is not None
-        assert self.sweep_dir is not None
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
         composer = composer_for(self.hydra_context.config_loader, self.config)
-        jobs = composer.plan(job_overrides, initial_job_idx, self.sweep_dir)
+        jobs = composer.plan(job_overrides, initial_job_idx, sweep_dir)
         returns = []
         for overrides, job in zip(job_overrides, jobs, strict=True):
             returns.append(JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED))
             returns[-1].return_value = job.action
-        self._restore()
-        print(format_plan(jobs, self.sweep_dir), flush=True)
+        print(format_plan(jobs, sweep_dir), flush=True)
         invalid = [j for j in jobs if j.action == INVALID]
         if invalid:
             raise SystemExit(f"attnsvm: {len(invalid)} job(s) with an invalid config")
         return returns
-
-    def _restore(self) -> None:
-        """Leave the sweep directory as the dry run found it."""
-        assert self.sweep_dir is not None
-        saved = self.sweep_dir / "multirun.yaml"
-        if self.created is not None:
-            shutil.rmtree(self.created, ignore_errors=True)
-        elif self.multirun_yaml is not None:
-            if not saved.is_file() or saved.read_bytes() != self.multirun_yaml:
-                saved.write_bytes(self.multirun_yaml)  # a read-only sweep's was never rewritten
-        else:
-            saved.unlink(missing_ok=True)

@@ -32,9 +32,12 @@ from attnsvm.hydra_internals import (
 )
 from attnsvm.results.plan import PlannedJob, plan_plain
 from attnsvm.results.store import finished_index
-from hydra_plugins.attnsvm_local.job import task_config
 
 JOB_NUM = "${hydra.job.num}"  # the default subdir: the job directory is the job number
+
+
+def task_config(sweep_config: DictConfig) -> DictConfig:
+    return OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
 
 
 class SweepComposer:
@@ -59,21 +62,16 @@ class SweepComposer:
         job; a job whose value keys overlap another override's key is all structural."""
         key = tuple(overrides)
         if key not in self.splits:
-            self.splits[key] = self._split(list(overrides))
+            parsed = self.parser.parse_overrides(list(overrides))
+            values = [o for o in parsed if self._is_value(o)]
+            keys = [o.key_or_group for o in parsed]
+            for k in (v.key_or_group for v in values):
+                if sum(x == k or x.startswith(k + ".") or k.startswith(x + ".") for x in keys) > 1:
+                    values = []
+                    break
+            structural = tuple(o.input_line for o in parsed if not any(o is v for v in values))
+            self.splits[key] = structural, values, parsed
         return self.splits[key]
-
-    def _split(self, overrides: list[str]) -> tuple[tuple[str, ...], list[Override], list]:
-        parsed = self.parser.parse_overrides(overrides)
-        values = [o for o in parsed if self._is_value(o)]
-        keys = [o.key_or_group for o in parsed]
-        for v in values:
-            k = v.key_or_group
-            if sum(x == k or x.startswith(k + ".") or k.startswith(x + ".") for x in keys) > 1:
-                values = []
-                break
-        chosen = {id(v) for v in values}
-        structural = tuple(o.input_line for o in parsed if id(o) not in chosen)
-        return structural, values, parsed
 
     def _base(self, structural: tuple[str, ...]) -> tuple[DictConfig, dict | None]:
         """Hydra's composition with the structural overrides alone, and its task config as a
@@ -180,12 +178,11 @@ def _with_values(plain: dict, values: list[Override]) -> dict | None:
     return out
 
 
-_COMPOSERS: dict[int, SweepComposer] = {}  # by the sweep's master config (one per process)
+_COMPOSER: list[SweepComposer] = []  # the sweep's (one per process)
 
 
 def composer_for(loader, master: DictConfig) -> SweepComposer:
     """The sweep's composer, shared by the sweeper (its check) and the local launcher."""
-    composer = _COMPOSERS.get(id(master))
-    if composer is None or composer.master is not master:
-        composer = _COMPOSERS[id(master)] = SweepComposer(loader, master)
-    return composer
+    if not _COMPOSER or _COMPOSER[0].master is not master:
+        _COMPOSER[:] = [SweepComposer(loader, master)]
+    return _COMPOSER[0]

@@ -5,7 +5,7 @@ that every job composes costs milliseconds per job, not a Hydra composition each
 A sweep directory that cannot be written is planned before anything is written: when every
 job finished before, the sweep reports them skipped and exits 0 having written nothing; else
 one ``attnsvm:`` line says how many jobs are left, and nothing starts. A launcher that writes
-nothing (``WRITES_NOTHING``: the dry run) is launched without the multirun.yaml.
+nothing (``WRITES_NOTHING``: the dry run) is launched without Hydra's multirun.yaml.
 """
 
 from __future__ import annotations
@@ -60,14 +60,13 @@ class AttnsvmSweeper(basic_sweeper()):
                 end_workers()
 
     def _sweep(self, arguments: list[str]):
+        if getattr(self.launcher, "WRITES_NOTHING", False):  # the dry run: it lists the jobs
+            return self._each_batch(arguments, self.launcher.launch)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         blocked = read_only_part(sweep_dir)
         if blocked is None:
-            if not getattr(self.launcher, "WRITES_NOTHING", False):
-                migrate_sweep(sweep_dir)  # an old sweep's jobs carried to their job configs
+            migrate_sweep(sweep_dir)  # an old sweep's jobs carried to their job configs
             return super().sweep(arguments)
-        if getattr(self.launcher, "WRITES_NOTHING", False):  # the dry run: it lists the jobs
-            return self._each_batch(arguments, lambda b, n: self.launcher.launch(b, n))
         self._finished_read_only(arguments, sweep_dir, blocked)
         return []
 
