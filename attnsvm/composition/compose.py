@@ -255,19 +255,22 @@ def register_configs() -> None:
     for name, path in resolvers.items():
         # imported when a sweep file first uses it
         OmegaConf.register_new_resolver(name, later(path), replace=True)
-    stored = []
+    stored = {}  # (group, file) -> the node Hydra now holds there
+
+    def store(name: str, node, **how) -> None:  # how: Hydra's group and package
+        cs.store(name=name, node=node, **how)
+        where = (how.get("group", ""), f"{name}.yaml")
+        stored[where] = _node_at(cs, *where)
+
     for name, module in modules.items():
-        cs.store(name=f"base_experiment_{name}", node=module.job_config)
-        stored.append(("", f"base_experiment_{name}.yaml"))
+        store(f"base_experiment_{name}", module.job_config)
         if not _has_yaml(name):  # its schema, then its defaults as plain values (enum names)
             node = {"defaults": [f"/base_experiment_{name}@_here_", "_self_"]}
             node.update(plain(module.job_config()))
-            cs.store(group="experiment", name=name, node=node, package="_global_")
-            stored.append(("experiment", f"{name}.yaml"))
+            store(name, node, group="experiment", package="_global_")
     for group, node in nodes.items():  # outside the groups: never an option to choose
-        cs.store(name=f"base_{group}", node=node)  # conf/<group>/*.yaml: /base_<group>@_here_
-        stored.append(("", f"base_{group}.yaml"))
-    _REGISTERED.update(what=wanted, nodes={p: _node_at(cs, *p) for p in stored})
+        store(f"base_{group}", node)  # conf/<group>/*.yaml: /base_<group>@_here_
+    _REGISTERED.update(what=wanted, nodes=stored)
 
 
 _REGISTERED: dict = {}  # what register_configs last stored: its inputs and Hydra's nodes
@@ -283,4 +286,3 @@ def _still_stored(cs, resolvers: dict) -> bool:
     return all(_node_at(cs, *p) is n for p, n in _REGISTERED["nodes"].items()) and all(
         OmegaConf.has_resolver(r) for r in resolvers
     )
-
