@@ -25,8 +25,15 @@ def cli_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+# A sweep of the default launcher runs on one worker unless a test asks for more: the tests
+# already keep every core busy (pytest-xdist), so a second worker would only import torch again.
+ONE_WORKER = "hydra.launcher.n_jobs=1"
+
+
 def attnsvm_cmd(*overrides: str, multirun: bool = False) -> list[str]:
-    return [sys.executable, "-m", "attnsvm.run", *(["-m"] if multirun else []), *overrides]
+    chosen = any(o.startswith(("hydra/launcher=", "hydra.launcher.")) for o in overrides)
+    extra = [ONE_WORKER] if multirun and not chosen else []
+    return [sys.executable, "-m", "attnsvm.run", *(["-m"] if multirun else []), *overrides, *extra]
 
 
 def run_cli(*overrides: str, multirun: bool = False, timeout: float = 300, **env: str):

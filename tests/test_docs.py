@@ -20,7 +20,7 @@ import torch
 from attnsvm.bench.readme import README_MARKERS, readme_table
 from attnsvm.results import publish, readme
 from attnsvm.results.published import Published
-from cli_helpers import run_cli
+from cli_helpers import cli_env, run_cli
 from conftest import REPO
 
 
@@ -226,16 +226,35 @@ def test_the_docs_document_run_commands():
     assert len(documented_run_commands()) >= 20
 
 
+@pytest.fixture(scope="module")
+def dry_runs(tmp_path_factory) -> dict[str, dict]:
+    """command -> its dry run's stdout and exit code, every command in one interpreter
+    (tests/dry_runs.py: the CLI's entry point, the imports paid once)."""
+    tmp = tmp_path_factory.mktemp("dry_runs")
+    commands = {
+        command: _dry_run_args(command, tmp / f"sweep{i}")
+        for i, command in enumerate(sorted(_distinct_dry_runs().values()))
+    }
+    (tmp / "commands.json").write_text(json.dumps(commands))
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])}
+    script = [str(REPO / "tests" / "dry_runs.py"), str(tmp / "commands.json"), str(tmp / "out.json")]
+    res = subprocess.run(
+        [sys.executable, *script], cwd=REPO, env={**cli_env(), **env}, capture_output=True,
+        text=True, timeout=60 * len(commands),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads((tmp / "out.json").read_text())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(_distinct_dry_runs().values()))
-def test_every_documented_run_command_composes(command, tmp_path):
-    env = {"PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])}
-    res = run_cli(*_dry_run_args(command, tmp_path / "sweep"), timeout=120, **env)
+def test_every_documented_run_command_composes(command, dry_runs):
+    res = dry_runs[command]
     invalid = any(bad in command for bad in DOCUMENTED_INVALID) or (
         NEEDS_CUDA in command and not torch.cuda.is_available()
     )
-    assert ("0 invalid" not in res.stdout) == invalid, res.stdout[-3000:]
-    assert "total:" in res.stdout, res.stdout[-3000:]
+    assert ("0 invalid" not in res["stdout"]) == invalid, res["stdout"][-3000:]
+    assert "total:" in res["stdout"], res["stdout"][-3000:]
 
 
 def python_blocks(doc) -> list[str]:
