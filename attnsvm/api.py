@@ -25,18 +25,18 @@ def compose(overrides: list[str] | None = None) -> RunBase:
     Unknown keys, bad values, rules across groups and an unknown option of a group
     (``dataset=nope``) raise ``ConfigError`` naming the key and the accepted values.
     """
-    from hydra import compose as hydra_compose
     from hydra import initialize_config_module
     from hydra.errors import MissingConfigException
 
     from attnsvm.composition.compose import to_run_config
+    from attnsvm.composition.compose_memo import compose_config
 
     overrides = list(overrides or [])
     check_override_keys(overrides)
     register_configs()
     with initialize_config_module(config_module=CONF_MODULE, version_base="1.3"):
         try:
-            cfg = hydra_compose(config_name="config", overrides=overrides)
+            cfg = compose_config(overrides)  # Hydra's, its structure composed once
         except MissingConfigException as exc:
             raise missing_option(exc, overrides) from None
         return to_run_config(cfg)

@@ -237,10 +237,10 @@ def dry_runs(tmp_path_factory) -> dict[str, dict]:
     }
     (tmp / "commands.json").write_text(json.dumps(commands))
     env = {"PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])}
-    script = [str(REPO / "tests" / "dry_runs.py"), str(tmp / "commands.json"), str(tmp / "out.json")]
+    script = [REPO / "tests" / "dry_runs.py", tmp / "commands.json", tmp / "out.json"]
     res = subprocess.run(
-        [sys.executable, *script], cwd=REPO, env={**cli_env(), **env}, capture_output=True,
-        text=True, timeout=60 * len(commands),
+        [sys.executable, *map(str, script)], cwd=REPO, env={**cli_env(), **env},
+        capture_output=True, text=True, timeout=60 * len(commands),
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads((tmp / "out.json").read_text())

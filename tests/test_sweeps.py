@@ -11,7 +11,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from attnsvm.composition import Generator, RunConfig, to_run_config
+import attnsvm
+from attnsvm.composition import Generator, RunConfig
 from attnsvm.config import Init, Parameterization
 from attnsvm.results.store import config_hash
 from attnsvm.run import register_configs
@@ -41,7 +42,7 @@ def sweep_jobs(name: str) -> tuple[dict, list[RunConfig]]:
         combos = {tuple(first)} | {
             tuple(first[:k] + [v] + first[k + 1 :]) for k, axis in enumerate(axes) for v in axis
         }
-        jobs = [to_run_config(compose("config", [f"+sweeps={name}", *c])) for c in sorted(combos)]
+    jobs = [attnsvm.compose([f"+sweeps={name}", *c]) for c in sorted(combos)]
     size = math.prod(len(axis) for axis in axes)
     return {"dir": hydra.sweep.dir, "params": params, "size": size}, jobs
 
