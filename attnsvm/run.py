@@ -107,15 +107,13 @@ def execute(planned: tuple | None, cfg: DictConfig) -> str:
     with contextlib.nullcontext() if sweep_dir is None else claimed(sweep_dir, chash):
         done = find_finished(chash, out, sweep_dir)
         if done is not None:
-            if done != out:
-                _discard_output_dir(out, top)
+            _discard_output_dir(out, top)  # only Hydra's files there: the job finished elsewhere
             log.info("job %s already finished in %s: skipped", chash, done)
             return "skipped"
         broken = find_broken(chash, out, sweep_dir)
         if broken is not None:  # finished files that fail verification: recomputed there
             log.warning("results in %s fail verification (%s): recomputing there", *broken)
-            if broken[0] != out:
-                _discard_output_dir(out, top)
+            _discard_output_dir(out, top)
             out = broken[0]
         out = claim_job_dir(out, chash)
         for tmp in remove_stale_temps(out):

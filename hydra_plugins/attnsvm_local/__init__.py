@@ -2,12 +2,10 @@
 
 python -m attnsvm.run -m dataset.d=2,4,8 parameterization=w,kq hydra.launcher.n_jobs=4
 
-``setup`` starts the workers (attnsvm/workers.py): Hydra calls it before the sweeper plans, so
-they import torch meanwhile. ``launch`` plans every job (finished ones skipped, compose.py), then
-each job left is composed and sent to a worker, which runs it with Hydra's ``run_job`` (job.py)
-into ``attnsvm.run.execute``: it claims the job, computes it and writes its files. A dead worker
-or a failed job fails only that job; SIGTERM / SIGINT interrupt the jobs in flight.
-docs/scaling.md has the details.
+``setup`` starts the workers (attnsvm/workers.py), which import torch while the sweeper plans.
+``launch`` plans every job (compose.py) and sends each one left to a worker, which runs it with
+Hydra's ``run_job`` (job.py) into ``attnsvm.run.execute``. A dead worker or a failed job fails
+only that job; SIGTERM / SIGINT interrupt the jobs in flight (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -75,7 +73,6 @@ class Job:
 class LocalLauncher(Launcher):
     def __init__(self, n_jobs: int = -1) -> None:
         self.n_jobs = int(n_jobs)
-        self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.pool: WorkerPool | None = None
         self.jobs: dict[int, Job] = {}  # the launch's jobs, by number
@@ -83,7 +80,7 @@ class LocalLauncher(Launcher):
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
     ) -> None:
-        self.config, self.hydra_context = config, hydra_context
+        self.hydra_context = hydra_context
         self.composer = composer_for(hydra_context.config_loader, config)
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
         self._resize(usable_cores())

@@ -1,11 +1,9 @@
 """``hydra/sweeper=attnsvm`` (conf/config.yaml's default): Hydra's basic sweeper, whose check
-that every job composes costs milliseconds per job, not a Hydra composition each
-(compose.SweepComposer.check: the errors are Hydra's own).
+that every job composes costs milliseconds per job (compose.SweepComposer.check: Hydra's errors).
 
-A sweep directory that cannot be written is planned before anything is written: when every
-job finished before, the sweep reports them skipped and exits 0 having written nothing; else
-one ``attnsvm:`` line says how many jobs are left, and nothing starts. A launcher that writes
-nothing (``WRITES_NOTHING``: the dry run) is launched without Hydra's multirun.yaml.
+A sweep directory that cannot be written is planned first: all finished, the sweep reports them
+skipped and writes nothing; else one ``attnsvm:`` line says how many jobs are left, and nothing
+starts. A launcher that writes nothing (``WRITES_NOTHING``: the dry run) gets no multirun.yaml.
 """
 
 from __future__ import annotations
