@@ -110,9 +110,8 @@ class Leftovers:
 
     def __init__(self, sweep_dir: Path) -> None:
         self.sweep_dir = sweep_dir.absolute()
-        self.existed = sweep_dir.is_dir()
         self.made = [d for d in (self.sweep_dir, *self.sweep_dir.parents) if not d.exists()]
-        self.entries = set(os.listdir(sweep_dir)) if self.existed else set()
+        self.entries = set(os.listdir(sweep_dir)) if sweep_dir.is_dir() else set()
         yaml = sweep_dir / "multirun.yaml"
         self.yaml = yaml.read_bytes() if yaml.is_file() else None
 
@@ -127,11 +126,10 @@ class Leftovers:
             shutil.rmtree(self.sweep_dir / ".submitit", ignore_errors=True)
         yaml = self.sweep_dir / "multirun.yaml"
         try:
-            if self.yaml is not None:
-                if yaml.read_bytes() != self.yaml:
-                    yaml.write_bytes(self.yaml)
-            else:
+            if self.yaml is None:
                 yaml.unlink(missing_ok=True)
+            elif yaml.read_bytes() != self.yaml:
+                yaml.write_bytes(self.yaml)
             for made in self.made:  # the sweep directory and the folders made for it
                 made.rmdir()  # fails, leaving it, once one holds anything else
         except OSError:
