@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from attnsvm.results.sweep_summary import sweep_line
+from attnsvm.results.plan import sweep_line
 from attnsvm.results.sweepdir import adhoc_name, adhoc_sweep_dir
 from bits import assert_frames_identical
 from cli_helpers import (

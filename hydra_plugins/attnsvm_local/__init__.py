@@ -26,8 +26,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 from attnsvm.interrupt import JobInterrupted, interruptible
-from attnsvm.results.plan import SKIP, PlannedJob, refuse_invalid
-from attnsvm.results.sweep_summary import print_summary, record_statuses
+from attnsvm.results.plan import SKIP, PlannedJob, print_summary, record_statuses, refuse_invalid
 from attnsvm.results.sweepdir import register_resolver
 from attnsvm.workers import Outcome, WorkerPool
 from hydra_plugins.attnsvm_local import job as worker

@@ -21,8 +21,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from attnsvm.composition.migrate import migrate_sweep
 from attnsvm.config.input_checks import read_only_message, read_only_part
 from attnsvm.hydra_internals import basic_sweeper
-from attnsvm.results.plan import SKIP, refuse_invalid
-from attnsvm.results.sweep_summary import record_statuses
+from attnsvm.results.plan import SKIP, record_statuses, refuse_invalid
 from hydra_plugins.attnsvm_local.compose import composer_for
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
