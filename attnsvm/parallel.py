@@ -4,9 +4,9 @@
 
 A seed's SVM setup and metrics are hundreds of small numpy and torch calls that hold the
 interpreter lock, so threads cannot run them side by side (docs/benchmarks.md). A forked child
-starts with the job's memory (only share numbers go in, results come back) and runs its share
-on one thread, so every seed's numbers are those of ``threads=1``. Where fork cannot serve (a
-GPU job, no ``fork``, a daemonic process) the shares go to threads.
+starts with the job's memory (share numbers go in, results come back) and runs its share on one
+thread, so every seed's numbers are those of ``threads=1``. Where fork cannot serve (a GPU job,
+no ``fork``, a daemonic process) the shares go to threads.
 """
 
 from __future__ import annotations

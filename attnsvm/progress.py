@@ -3,10 +3,9 @@
     with Progress(interval=5.0) as report:   # python -m attnsvm.run: progress_interval
         run_job(cfg, progress=report)         # progress: 12 s elapsed, seeds 0/4 done; ...
 
-The pipeline feeds it stage events; it logs (``attnsvm`` logger: the console and ``run.log``)
-at most once every ``interval`` seconds, and also when no event comes for that long (a long SVM
-call). It is also the ``progress(done, total)`` callback every experiment's ``run_job`` accepts.
-Events come from the fused engine's threads, so each update holds a lock.
+Stage events come in (from the fused engine's threads too: each holds a lock); a line goes to
+the ``attnsvm`` logger at most every ``interval`` seconds, and when no event comes for that long
+(a long SVM call). It is also the ``progress(done, total)`` callback of every ``run_job``.
 """
 
 from __future__ import annotations
@@ -85,7 +84,6 @@ class Progress:
             self.emit(f"seeds done: {done}/{total} ({duration(now - self.t0)} elapsed{tail})")
 
     def start_job(self, seeds: int) -> None:
-        """The job has ``seeds`` seeds."""
         with self.lock:
             self.seeds_total = seeds
 
@@ -95,7 +93,6 @@ class Progress:
             self.batch, self.stage = (lo, hi), ""
 
     def start_training(self, steps: int) -> None:
-        """The batch's seeds start ``steps`` steps each."""
         with self.lock:
             self.steps, self.seed_steps = steps, 0
             self._enter("training")
@@ -115,7 +112,6 @@ class Progress:
             self._enter("svms")
 
     def solved(self, norm: str, count: int, seconds: float) -> None:
-        """``count`` SVMs of ``norm`` were solved in ``seconds``."""
         with self.lock:
             self.svm_done.setdefault(norm, [0, count])[0] += count
             self.svm_t = self.clock()
@@ -131,14 +127,12 @@ class Progress:
             self._enter("analysis")
 
     def analysed(self, seeds: int) -> None:
-        """``seeds`` seeds of the batch have their metrics."""
         with self.lock:
             self.seeds_analysed += seeds
             self._maybe_emit()
 
     def searched(self, tried: int, accepted: int, target: int, bound: float) -> None:
-        """A search for accepted seeds has tried ``tried`` and accepted ``accepted`` of
-        ``target``; ``bound``: the acceptance rate's upper confidence bound."""
+        """A seed search's count so far; ``bound``: the acceptance rate's upper bound."""
         with self.lock:
             self.search = (tried, accepted, target, bound)
             self._maybe_emit()
@@ -180,15 +174,10 @@ class Progress:
         so_far = f", {duration(now - self.stage_t0)} so far"
         if self.stage == "svms":
             counts = ", ".join(f"{norm} {d}/{t}" for norm, (d, t) in self.svm_done.items())
-            eta = 0.0
-            for norm, (d, t) in self.svm_done.items():
-                seconds, problems = self.svm_rate.get(norm, (0.0, 0))
-                if d < t and not problems:
-                    eta = None  # this norm has not been timed yet
-                    break
-                if d < t:
-                    eta += seconds / problems * (t - d)
-            if eta is not None:  # less the time the call in flight has run
+            left = {n: t - d for n, (d, t) in self.svm_done.items() if d < t}
+            eta = None  # until every norm left has been timed; less the call in flight's time
+            if all(self.svm_rate.get(n, (0, 0))[1] for n in left):
+                eta = sum(self.svm_rate[n][0] / self.svm_rate[n][1] * k for n, k in left.items())
                 eta = max(eta - (now - self.svm_t), 0.0)
             return f"SVMs {self.svm_where} of {seeds}{so_far}: {counts}", eta
         if self.stage == "analysis":
@@ -198,8 +187,7 @@ class Progress:
         return "", None
 
     def _search_text(self, now: float) -> tuple[str, float | None]:
-        """Seeds tried and accepted, the rate's bound, and the time to the target at the
-        acceptance rate so far (None before the first acceptance)."""
+        """Seeds tried and accepted, and the time to the target at the pace so far."""
         tried, accepted, target, bound = self.search
         text = f"seeds tried {tried}, accepted {accepted}/{target}"
         if bound < 1:

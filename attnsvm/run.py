@@ -51,11 +51,11 @@ from attnsvm.workers import keep_freed_memory
 log = logging.getLogger("attnsvm")
 
 
-def _discard_output_dir(out: Path, parents: bool = False) -> None:
+def _discard_output_dir(out: Path, top: str, parents: bool = False) -> None:
     """``out`` removed if it holds only what Hydra writes before the task (``.hydra/``, the
-    ``.log``) and is not the launch directory; with ``parents``, the empty directories above it
-    below the launch directory too (Hydra made them for this run)."""
-    top = os.path.abspath(HydraConfig.get().runtime.cwd)  # where the command started
+    ``.log``) and is not ``top``, the directory the command started in; with ``parents``, the
+    empty directories between them too (Hydra made them for this run)."""
+    top = os.path.abspath(top)
     if not out.is_dir() or os.path.abspath(out) == top:
         return
     if not all(p.name == ".hydra" or (p.suffix == ".log" and p.is_file()) for p in out.iterdir()):
@@ -91,8 +91,8 @@ def execute(planned: tuple | None, cfg: DictConfig) -> str:
     failure is recorded in job.json. In a sweep the job is claimed first (results/claim.py),
     and skipped if its finished results exist anywhere in the sweep. ``planned``: (resolved
     RunConfig, config hash) of ``cfg`` as the local launcher's planning made them."""
-    hc = HydraConfig.get()
-    out = Path(hc.runtime.output_dir)
+    hc = HydraConfig.get()  # every caller runs under Hydra (hydra.main or Hydra's run_job)
+    out, top = Path(hc.runtime.output_dir), hc.runtime.cwd
     sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
     try:
         if planned is None:
@@ -102,20 +102,18 @@ def execute(planned: tuple | None, cfg: DictConfig) -> str:
             run, chash = planned
         preflight(run)  # what the data set draws (your generator's return), before job.json
     except ConfigError as exc:
-        _discard_output_dir(out, parents=sweep_dir is None)
+        _discard_output_dir(out, top, parents=sweep_dir is None)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     with contextlib.nullcontext() if sweep_dir is None else claimed(sweep_dir, chash):
         done = find_finished(chash, out, sweep_dir)
         if done is not None:
-            if done != out:
-                _discard_output_dir(out)
+            _discard_output_dir(out, top)  # only Hydra's files there: the job finished elsewhere
             log.info("job %s already finished in %s: skipped", chash, done)
             return "skipped"
         broken = find_broken(chash, out, sweep_dir)
         if broken is not None:  # finished files that fail verification: recomputed there
             log.warning("results in %s fail verification (%s): recomputing there", *broken)
-            if broken[0] != out:
-                _discard_output_dir(out)
+            _discard_output_dir(out, top)
             out = broken[0]
         out = claim_job_dir(out, chash)
         for tmp in remove_stale_temps(out):
@@ -157,14 +155,11 @@ def _compute(run, job: dict, out: Path, sweep_dir: Path | None) -> str:
     return "finished"
 
 
-def record_lost_job(
-    cfg: DictConfig, out: Path, sweep_dir: Path, error: str, **extra
-) -> Path | None:
-    """Record in job.json that a job died outside Python (killed, cancelled, its worker or node
-    lost): ``status: failed``, ``error`` and ``extra``; the node its ``running`` record names is
-    kept. Returns the job directory, or None when its results are complete (left untouched)."""
-    run = to_run_config(cfg)
-    chash = config_hash(run)
+def record_lost_job(run, chash: str, out: Path, sweep_dir: Path, error: str, **extra):
+    """Record in job.json that the job of ``run`` (hash ``chash``) died outside Python (killed,
+    cancelled, its worker or node lost): ``status: failed``, ``error`` and ``extra``; the node its
+    ``running`` record names is kept. Returns the job directory, or None when its results are
+    complete (left untouched)."""
     if find_finished(chash, out, sweep_dir) is not None:
         return None
     out = claim_job_dir(out, chash)
@@ -189,7 +184,8 @@ def lost_job_return(hydra_context, config, overrides, num: int, error: str, job_
     out = sweep_dir / str(sweep_config.hydra.sweep.subdir)
     task_cfg = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
     try:
-        where = record_lost_job(task_cfg, out, sweep_dir, error, **extra)
+        run = to_run_config(task_cfg)
+        where = record_lost_job(run, config_hash(run), out, sweep_dir, error, **extra)
     except ConfigError as exc:  # the task would have exited on it: the sweep stops
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     ret = JobReturn(

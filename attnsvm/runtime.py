@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import dataclasses
 import functools
 import os
 import sys
@@ -71,14 +70,3 @@ def mkl_cnr_mode() -> str:
         return "no mkl"
     mode = lib.mkl_serv_cbwr_get(-1)  # MKL_CBWR_ALL: branch | STRICT (0x10000)
     return "off" if mode == 1 else "strict" if mode & 0x10000 else "other"
-
-
-def on_cpu(obj):
-    """``obj`` (Instances, Trajectory) with every tensor on the CPU: one copy per tensor after
-    training on a GPU, not one per seed in the analysis; a no-op on the CPU."""
-    moved = {
-        f.name: value.cpu()
-        for f in dataclasses.fields(obj)
-        if isinstance(value := getattr(obj, f.name), torch.Tensor)
-    }
-    return dataclasses.replace(obj, **moved)

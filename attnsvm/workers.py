@@ -1,9 +1,9 @@
 """A local sweep's worker processes: one job at a time each; they die with the sweep, and a
 worker that dies fails only its own job (why not loky or pebble: docs/scaling.md).
 
-    pool = WorkerPool(2, warm=("attnsvm.job",), setup=(fn, args))  # spawned now: their
-    outcomes = pool.run(nums, prepare, done)  # imports run beside planning; prepare(num) ->
-    pool.close()                              # (fn, args); done(num, Outcome) as each ends
+    pool = WorkerPool(2, warm=("attnsvm.job",), setup=(fn, args))  # spawned, importing now
+    outcomes = pool.run(nums, prepare, done)  # prepare(num) -> (fn, args); done(num, Outcome)
+    pool.close()
 
 A worker is a fresh interpreter (``spawn``) and an entry point: the process-wide settings a job
 wants are made here, never by library code. It ends with the process that started it, however

@@ -83,12 +83,13 @@ def test_a_lost_job_is_recorded_on_the_node_its_running_record_names(tmp_path):
     register_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=SMALL)
-    chash = config_hash(to_run_config(cfg))
+    run = to_run_config(cfg)
+    chash = config_hash(run)
     ran, never = tmp_path / "0", tmp_path / "1"
     ran.mkdir()
-    running = {**job_record(to_run_config(cfg), chash), "status": "running", "node": "h/n1"}
+    running = {**job_record(run, chash), "status": "running", "node": "h/n1"}
     write_json(running, ran / JOB)
     for out in (ran, never):
-        record_lost_job(cfg, out, tmp_path, "lost", ray_error="NodeDiedError", node=None)
+        record_lost_job(run, chash, out, tmp_path, "lost", ray_error="NodeDiedError", node=None)
     assert read_job_json(ran)["node"] == "h/n1" and read_job_json(ran)["status"] == "failed"
     assert read_job_json(never)["node"] is None and read_job_json(never)["error"] == "lost"

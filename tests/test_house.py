@@ -500,9 +500,6 @@ UPWARD_ALLOWED = {  # "importer -> imported": why it still runs up (the list onl
         "a job's train_engine column is the engine its experiment's job trains on",
     "attnsvm.results.aggregate -> attnsvm.experiments": _READERS,
     "attnsvm.results.readme -> attnsvm.experiments": _READERS,
-    "attnsvm.results.plan -> attnsvm.composition.compose":
-        "a sweep's plan composes each job to find its hash; the process layer's module, "
-        "changed there",
 }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""What a sweep would do with each job (``plan_plain``: run, rerun, skip or invalid), and the
+"""What a sweep would do with each job (``plan_job``: run, rerun or skip), and the
 line every sweep ends with (``SweepSummary``, a Hydra callback):
 
     attnsvm sweep: 4 run, 2 skipped, 1 failed, 3 not started
@@ -17,10 +17,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from attnsvm.composition.compose import run_config_from_plain
-from attnsvm.config.checks import ConfigError
 from attnsvm.hydra_internals import returned
-from attnsvm.results.store import config_hash, find_finished, read_job, scan_jobs
+from attnsvm.results.store import find_finished, read_job, scan_jobs
 
 RUN, RERUN, SKIP, INVALID = "run", "rerun", "skip", "invalid"
 
@@ -36,16 +34,11 @@ class PlannedJob:
     run: object = field(default=None, repr=False, compare=False)  # the resolved RunConfig
 
 
-def plan_plain(
-    plain: dict, num: int, out: Path, sweep_dir: Path, overrides: str, index: dict | None = None
+def plan_job(
+    run, chash: str, num: int, out: Path, sweep_dir: Path, overrides: str, index: dict
 ) -> PlannedJob:
-    """What attnsvm.run.execute would do with job ``num``, from its config's plain dict;
-    ``index``: the sweep's finished index (``store.finished_index``), read once a sweep."""
-    try:
-        run = run_config_from_plain(plain)
-        chash = config_hash(run)  # as run.execute: resolving engine=auto may refuse the build
-    except ConfigError as exc:
-        return PlannedJob(num, INVALID, "", str(out), str(exc), overrides)
+    """What attnsvm.run.execute would do with job ``num`` of resolved config ``run`` (hash
+    ``chash``); ``index``: the sweep's finished index (``store.finished_index``), read once."""
     done = find_finished(chash, out, sweep_dir, index)
     if done is not None:
         return PlannedJob(num, SKIP, chash, str(done), "finished", overrides, run)

@@ -5,6 +5,7 @@ kernel, attnsvm/train/fused.py), so neither imports the other's internals.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -101,3 +102,14 @@ class Trajectory:
 def checkpoint_steps(steps: int, every: int) -> list[int]:
     """Steps at which ``train`` records: every ``every`` steps and the last one."""
     return sorted(set(range(0, steps + 1, every)) | {steps})
+
+
+def on_cpu(obj):
+    """``obj`` (Instances, Trajectory) with every tensor on the CPU: one copy per tensor after
+    training on a GPU, not one per seed in the analysis; a no-op on the CPU."""
+    moved = {
+        f.name: value.cpu()
+        for f in dataclasses.fields(obj)
+        if isinstance(value := getattr(obj, f.name), torch.Tensor)
+    }
+    return dataclasses.replace(obj, **moved)

@@ -3,7 +3,7 @@
 python -m attnsvm.run -m dataset.d=2,4,8 hydra/launcher=dryrun hydra.sweep.dir=outputs/sweep1
 
 Every job is planned exactly as the local launcher plans it (its SweepComposer and
-attnsvm.results.plan.plan_plain, milliseconds per job); the exit code is 1 when some job's
+attnsvm.results.plan.plan_job, milliseconds per job); the exit code is 1 when some job's
 config is invalid. Nothing is written (``WRITES_NOTHING``: attnsvm's sweeper then writes no
 multirun.yaml), so a read-only sweep is listed too.
 """

@@ -2,12 +2,10 @@
 
 python -m attnsvm.run -m dataset.d=2,4,8 parameterization=w,kq hydra.launcher.n_jobs=4
 
-``setup`` starts the workers (attnsvm/workers.py): Hydra calls it before the sweeper plans, so
-they import torch meanwhile. ``launch`` plans every job (finished ones skipped, compose.py), then
-each job left is composed and sent to a worker, which runs it with Hydra's ``run_job`` (job.py)
-into ``attnsvm.run.execute``: it claims the job, computes it and writes its files. A dead worker
-or a failed job fails only that job; SIGTERM / SIGINT interrupt the jobs in flight.
-docs/scaling.md has the details.
+``setup`` starts the workers (attnsvm/workers.py), which import torch while the sweeper plans.
+``launch`` plans every job (compose.py) and sends each one left to a worker, which runs it with
+Hydra's ``run_job`` (job.py) into ``attnsvm.run.execute``. A dead worker or a failed job fails
+only that job; SIGTERM / SIGINT interrupt the jobs in flight (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ from attnsvm.results.plan import SKIP, PlannedJob, print_summary, record_statuse
 from attnsvm.results.sweepdir import register_resolver
 from attnsvm.workers import Outcome, WorkerPool
 from hydra_plugins.attnsvm_local import job as worker
-from hydra_plugins.attnsvm_local.compose import composer_for, task_config
+from hydra_plugins.attnsvm_local.compose import composer_for
 from hydra_plugins.attnsvm_local.sweeper import AttnsvmSweeper  # noqa: F401  (hydra/sweeper)
 
 register_resolver()  # conf/config.yaml's hydra.sweep.dir: Hydra imports plug-ins first
@@ -69,14 +67,12 @@ def usable_cores() -> int:
 class Job:
     overrides: list[str]
     planned: PlannedJob
-    config: DictConfig | None = None  # its composed config, hydra node included (once sent)
     status: str | None = None  # finished | skipped | failed | interrupted; None: not started
 
 
 class LocalLauncher(Launcher):
     def __init__(self, n_jobs: int = -1) -> None:
         self.n_jobs = int(n_jobs)
-        self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.pool: WorkerPool | None = None
         self.jobs: dict[int, Job] = {}  # the launch's jobs, by number
@@ -84,7 +80,7 @@ class LocalLauncher(Launcher):
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
     ) -> None:
-        self.config, self.hydra_context = config, hydra_context
+        self.hydra_context = hydra_context
         self.composer = composer_for(hydra_context.config_loader, config)
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
         self._resize(usable_cores())
@@ -113,11 +109,8 @@ class LocalLauncher(Launcher):
             try:
                 self._plan([list(o) for o in job_overrides], initial_job_idx)
                 self._run()
-            except JobInterrupted as exc:
+            except JobInterrupted as exc:  # the sweeper ends the workers, whatever ends it
                 self._interrupted(exc.signum)  # exits 128 + signum
-            except BaseException:
-                self.end_workers()
-                raise
         returns = []  # one per job, in order, whose value is the job's status
         for job in self.jobs.values():
             ret = JobReturn(overrides=job.overrides, working_dir=job.planned.job_dir)
@@ -155,15 +148,10 @@ class LocalLauncher(Launcher):
             log.info(OWN_CPU, time.process_time())
         record_statuses(j.status for j in self.jobs.values())
 
-    def _composed(self, job: Job) -> DictConfig:
-        if job.config is None:
-            job.config = self.composer.compose(job.overrides, job.planned.num)
-        return job.config
-
     def _message(self, num: int) -> tuple:
         """Job ``num`` for a worker: ``run_one`` of its composed config and its plan."""
-        job = self.jobs[num]
-        return worker.run_one, (self._composed(job), (job.planned.run, job.planned.config_hash))
+        job, p = self.jobs[num], self.jobs[num].planned
+        return worker.run_one, (self.composer.compose(job.overrides, num), (p.run, p.config_hash))
 
     def _done(self, num: int, outcome: Outcome, interrupted: str | None = None) -> None:
         """The job's status; a job whose worker died or that raised outside attnsvm's own
@@ -177,9 +165,9 @@ class LocalLauncher(Launcher):
         job.status = "interrupted" if interrupted else "failed"
         error = f"{outcome.error} (sweep {interrupted})" if interrupted else outcome.error
         extra = {"status": job.status, "traceback": outcome.traceback, "exitcode": outcome.exitcode}
-        cfg, out = task_config(self._composed(job)), Path(job.planned.job_dir)
+        p, out = job.planned, Path(job.planned.job_dir)
         try:
-            if record_lost_job(cfg, out, self.sweep_dir, error, **extra) is None:
+            if record_lost_job(p.run, p.config_hash, out, self.sweep_dir, error, **extra) is None:
                 job.status = "finished"  # the result came before the worker died
                 return
         except OSError as exc:  # a full disk: the sweep goes on

@@ -23,6 +23,8 @@ from hydra.core.override_parser.types import Override, OverrideType
 from hydra.core.utils import filter_overrides
 from omegaconf import DictConfig, OmegaConf, ValueNode, open_dict
 
+from attnsvm.composition.compose import run_config_from_plain
+from attnsvm.config.checks import ConfigError
 from attnsvm.hydra_internals import (
     apply_overrides,
     child,
@@ -30,8 +32,8 @@ from attnsvm.hydra_internals import (
     raw_value,
     set_raw_value,
 )
-from attnsvm.results.plan import PlannedJob, plan_plain
-from attnsvm.results.store import finished_index
+from attnsvm.results.plan import INVALID, PlannedJob, plan_job
+from attnsvm.results.store import config_hash, finished_index
 
 JOB_NUM = "${hydra.job.num}"  # the default subdir: the job directory is the job number
 
@@ -104,13 +106,19 @@ class SweepComposer:
         return cfg
 
     def plan(self, job_overrides, first: int, sweep_dir: Path) -> list[PlannedJob]:
-        """Each job planned as attnsvm.run.execute would run it (results.plan.plan_plain), the
-        sweep's finished index read once."""
+        """Each job planned as attnsvm.run.execute would run it (results.plan.plan_job), the
+        sweep's finished index read once; a config that execute would refuse is ``INVALID``."""
         index, planned = finished_index(sweep_dir), []
         for num, overrides in enumerate(job_overrides, start=first):
             plain, out = self.plan_inputs(list(overrides), num, sweep_dir)
             label = " ".join(filter_overrides(list(overrides)))
-            planned.append(plan_plain(plain, num, out, sweep_dir, label, index))
+            try:
+                run = run_config_from_plain(plain)
+                chash = config_hash(run)  # as execute: resolving engine=auto may refuse the build
+            except ConfigError as exc:
+                planned.append(PlannedJob(num, INVALID, "", str(out), str(exc), label))
+                continue
+            planned.append(plan_job(run, chash, num, out, sweep_dir, label, index))
         HydraConfig.instance().set_config(self.master)  # plan_inputs may have set a job's
         return planned
 

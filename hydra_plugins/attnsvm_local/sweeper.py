@@ -1,11 +1,9 @@
 """``hydra/sweeper=attnsvm`` (conf/config.yaml's default): Hydra's basic sweeper, whose check
-that every job composes costs milliseconds per job, not a Hydra composition each
-(compose.SweepComposer.check: the errors are Hydra's own).
+that every job composes costs milliseconds per job (compose.SweepComposer.check: Hydra's errors).
 
-A sweep directory that cannot be written is planned before anything is written: when every
-job finished before, the sweep reports them skipped and exits 0 having written nothing; else
-one ``attnsvm:`` line says how many jobs are left, and nothing starts. A launcher that writes
-nothing (``WRITES_NOTHING``: the dry run) is launched without Hydra's multirun.yaml.
+A sweep directory that cannot be written is planned first: all finished, the sweep reports them
+skipped and writes nothing; else one ``attnsvm:`` line says how many jobs are left, and nothing
+starts. A launcher that writes nothing (``WRITES_NOTHING``: the dry run) gets no multirun.yaml.
 """
 
 from __future__ import annotations
@@ -111,9 +109,8 @@ class Leftovers:
 
     def __init__(self, sweep_dir: Path) -> None:
         self.sweep_dir = sweep_dir.absolute()
-        self.existed = sweep_dir.is_dir()
         self.made = [d for d in (self.sweep_dir, *self.sweep_dir.parents) if not d.exists()]
-        self.entries = set(os.listdir(sweep_dir)) if self.existed else set()
+        self.entries = set(os.listdir(sweep_dir)) if sweep_dir.is_dir() else set()
         yaml = sweep_dir / "multirun.yaml"
         self.yaml = yaml.read_bytes() if yaml.is_file() else None
 
@@ -128,11 +125,10 @@ class Leftovers:
             shutil.rmtree(self.sweep_dir / ".submitit", ignore_errors=True)
         yaml = self.sweep_dir / "multirun.yaml"
         try:
-            if self.yaml is not None:
-                if yaml.read_bytes() != self.yaml:
-                    yaml.write_bytes(self.yaml)
-            else:
+            if self.yaml is None:
                 yaml.unlink(missing_ok=True)
+            elif yaml.read_bytes() != self.yaml:
+                yaml.write_bytes(self.yaml)
             for made in self.made:  # the sweep directory and the folders made for it
                 made.rmdir()  # fails, leaving it, once one holds anything else
         except OSError:

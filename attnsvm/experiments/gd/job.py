@@ -28,13 +28,13 @@ from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
 from attnsvm.results.contract import JobResult, config_columns
 from attnsvm.results.stack import stack, with_constants
-from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
 from attnsvm.svm.status import seed_status
 from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Trajectory, train
+from attnsvm.train.state import on_cpu
 
 from . import limits
 from .artifacts import batch_arrays, join_batches

@@ -38,12 +38,12 @@ from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.experiments.engine import train_engine
 from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash
-from attnsvm.runtime import on_cpu
 from attnsvm.svm import cvx
 from attnsvm.svm import solve as svm
 from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
+from attnsvm.train.state import on_cpu
 
 from .search import search
 

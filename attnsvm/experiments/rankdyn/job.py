@@ -19,10 +19,10 @@ from attnsvm.data.dataset_config import DatasetConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.results.contract import JobResult, group_columns
 from attnsvm.results.stack import with_constants
-from attnsvm.runtime import on_cpu
 from attnsvm.svm import norms
 from attnsvm.svm.status import seed_status
 from attnsvm.train.heads import LinearHead
+from attnsvm.train.state import on_cpu
 
 from .config import Config
 from .dynamics import Record, train_rank
