@@ -64,18 +64,19 @@ def is_group(key: str) -> bool:
     return name in _GROUPS[parent]
 
 
-def is_value(o: Override) -> bool:
-    """A plain ``key=value`` of a key that is not a group: Hydra sets it after its defaults."""
-    if o.type != OverrideType.CHANGE or o.package is not None or o.is_sweep_override():
-        return False
-    if o.is_hydra_override() or o.key_or_group.split(".")[0] in ("hydra", "sweeps"):
-        return False
-    return not is_group(o.key_or_group)
+def split(parsed: list[Override], is_group=is_group) -> tuple[tuple[str, ...], list[Override]]:
+    """(the structural overrides' lines, the value overrides): a value is a plain ``key=value``
+    of a key that is not a group (``is_group``), which Hydra sets after its defaults. Every
+    override is structural when a value's key overlaps another override's key (their order
+    then matters). The local sweep's composer splits its jobs with it too."""
 
+    def is_value(o: Override) -> bool:
+        if o.type != OverrideType.CHANGE or o.package is not None or o.is_sweep_override():
+            return False
+        if o.is_hydra_override() or o.key_or_group.split(".")[0] in ("hydra", "sweeps"):
+            return False
+        return not is_group(o.key_or_group)
 
-def split(parsed: list[Override]) -> tuple[tuple[str, ...], list[Override]]:
-    """(the structural overrides' lines, the value overrides); every override is structural
-    when a value's key overlaps another override's key (their order then matters)."""
     values = [o for o in parsed if is_value(o)]
     keys = [o.key_or_group for o in parsed]
     for k in (v.key_or_group for v in values):

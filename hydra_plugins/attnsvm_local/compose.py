@@ -19,11 +19,12 @@ from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, OverrideType
+from hydra.core.override_parser.types import Override
 from hydra.core.utils import filter_overrides
 from omegaconf import DictConfig, OmegaConf, ValueNode, open_dict
 
 from attnsvm.composition.compose import run_config_from_plain
+from attnsvm.composition.compose_memo import split
 from attnsvm.config.checks import ConfigError
 from attnsvm.hydra_internals import (
     apply_overrides,
@@ -50,29 +51,17 @@ class SweepComposer:
         self.splits: dict[tuple[str, ...], tuple] = {}  # split() by the job's overrides
         self.compositions = 0  # Hydra compositions (tests count them)
 
-    def _is_value(self, o: Override) -> bool:
-        if o.type != OverrideType.CHANGE or o.package is not None or o.is_sweep_override():
-            return False
-        if o.is_hydra_override() or o.key_or_group.split(".")[0] in ("hydra", "sweeps"):
-            return False
+    def _is_group(self, key: str) -> bool:
         repo = self.loader.repository
-        key = o.key_or_group
-        return not (repo.group_exists(key) or repo.group_exists(key.replace(".", "/")))
+        return repo.group_exists(key) or repo.group_exists(key.replace(".", "/"))
 
     def split(self, overrides: list[str]) -> tuple[tuple[str, ...], list[Override], list]:
         """(the structural overrides, the value overrides, every override parsed), once per
-        job; a job whose value keys overlap another override's key is all structural."""
+        job (composition/compose_memo.py's ``split``)."""
         key = tuple(overrides)
         if key not in self.splits:
             parsed = self.parser.parse_overrides(list(overrides))
-            values = [o for o in parsed if self._is_value(o)]
-            keys = [o.key_or_group for o in parsed]
-            for k in (v.key_or_group for v in values):
-                if sum(x == k or x.startswith(k + ".") or k.startswith(x + ".") for x in keys) > 1:
-                    values = []
-                    break
-            structural = tuple(o.input_line for o in parsed if not any(o is v for v in values))
-            self.splits[key] = structural, values, parsed
+            self.splits[key] = (*split(parsed, self._is_group), parsed)
         return self.splits[key]
 
     def _base(self, structural: tuple[str, ...]) -> tuple[DictConfig, dict | None]:
