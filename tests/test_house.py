@@ -488,9 +488,6 @@ UPWARD_ALLOWED = {  # "importer -> imported": why it still runs up (the list onl
     "attnsvm.data.generators -> attnsvm.train.batchops":
         "the token scores of a draw use the batch-invariant products, whose C kernel is built "
         "in train/ (setup.py); moving them below data/ moves the build, not done yet",
-    "attnsvm.data.digits -> attnsvm.svm.solve":
-        "digits' head v is the hard-margin classifier of its pooled tokens; it leaves with the "
-        "digits data, which belongs to gd's examples, not to core data/ (not moved yet)",
     "attnsvm.experiments.gd.job -> attnsvm.composition.identity": _IDENTITY,
     "attnsvm.results.store -> attnsvm.composition.identity": _IDENTITY,
     "attnsvm.results.contract -> attnsvm.composition.identity": _IDENTITY,
