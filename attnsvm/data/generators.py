@@ -16,7 +16,7 @@ import torch
 from attnsvm.config.enums import Attention
 from attnsvm.config.schema import DatasetBase
 from attnsvm.data import sets
-from attnsvm.train.batchops import dot_last, matmul, sum_last
+from attnsvm.kernel.batchops import dot_last, matmul, sum_last
 
 
 @dataclass
