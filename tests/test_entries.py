@@ -235,3 +235,15 @@ def test_an_experiments_own_data_set_is_drawn_by_that_experiment():
     assert inst.X.shape == (2, 4, 4, 16)
     assert data_set_hook("digits", "resolve")(ds) == {"T": 4, "d": 16}
     assert data_set_hook("random", "instances").__doc__.startswith("attnsvm.data.generators:")
+
+
+def test_the_maxmargin_examples_are_gd_s_own_data():
+    """dataset=maxmargin's entry keeps its keys and what it gives (p0, published starts); its
+    draw, resolution, rules and sweep-file resolver are gd's (``data_set_code``)."""
+    from attnsvm.experiments import data_set_code, data_set_resolvers
+
+    found = sets.entry("maxmargin")
+    assert found.instances is None and found.check_run is None and not found.resolvers
+    assert found.inits and found.extra == ("p0",)
+    assert set(data_set_code("maxmargin")) == {"instances", "resolve", "check_run", "resolvers"}
+    assert data_set_resolvers()["maxmargin"]("starts", "single") == 6

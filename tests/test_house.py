@@ -422,7 +422,7 @@ def test_the_exemptions_are_modules_that_exist():
     listed = [*NORM_DECLARERS, *PENDING, *_draw_modules()]
     missing = [p for p in listed if not (PKG / p).is_file()]
     assert not missing, missing
-    assert "data/maxmargin.py" in _draw_modules()  # INSTANCES = "attnsvm.data.maxmargin:..."
+    assert "data/userdata.py" in _draw_modules()  # instances="attnsvm.data.userdata:..."
     assert "data/nexttoken.py" in _draw_modules()  # named by path in data/sets/nexttoken.py
 
 

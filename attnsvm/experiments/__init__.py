@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import dataclasses
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 
 from attnsvm.config.checks import ConfigError
@@ -225,14 +225,28 @@ def dataset_owners() -> dict[str, str]:
     return {d: e.name for e in map(entry, builtin_names()) for d in e.datasets}
 
 
-def data_set_hook(name: str, key: str) -> Callable | None:
-    """Data set ``name``'s function ``key`` (``instances`` or ``resolve``): the one the
-    experiment that alone reads it declares (``data_set_code``), else its entry's; None when
-    neither gives one."""
+def data_set_code(name: str) -> Mapping:
+    """The code that the experiment that alone reads data set ``name`` declares for it
+    (``data_set_code``: field -> function); {} where none does."""
     name = sets.entry(name).name
     owner = dataset_owners().get(name)
-    code = {} if owner is None else entry(owner).data_set_code.get(name, {})
-    return code[key] if key in code else sets.hook(name, key)
+    return {} if owner is None else entry(owner).data_set_code.get(name, {})
+
+
+def data_set_hook(name: str, key: str) -> Callable | None:
+    """Data set ``name``'s "module:function" field ``key`` (``instances`` or ``resolve``) as a
+    function: its experiment's (``data_set_code``), else its entry's; None when neither gives
+    one."""
+    return data_set_code(name).get(key) or sets.hook(name, key)
+
+
+def data_set_resolvers() -> dict[str, Callable]:
+    """``${name:...}`` interpolations that experiments offer sweep files for their own data
+    sets (``data_set_code``'s ``resolvers``): name -> function."""
+    found = [entry(n).data_set_code for n in builtin_names()]
+    return {
+        k: f for code in found for c in code.values() for k, f in c.get("resolvers", {}).items()
+    }
 
 
 __all__ = [
@@ -241,7 +255,9 @@ __all__ = [
     "RunBase",
     "builtin_names",
     "config_groups",
+    "data_set_code",
     "data_set_hook",
+    "data_set_resolvers",
     "dataset_owners",
     "default_name",
     "entry",

@@ -84,7 +84,7 @@ class Experiment:
         _expect(self, "datasets", _strs(self.datasets), "a tuple of str")
         code = isinstance(self.data_set_code, Mapping) and all(
             k in self.datasets and isinstance(f, Mapping) and set(f) <= set(CODE_FIELDS)
-            and all(callable(c) for c in f.values())
+            and all(_is_code(key, c) for key, c in f.items())
             for k, f in self.data_set_code.items()
         )  # fmt: skip
         _expect(self, "data_set_code", code, _DATA_SET_CODE_IS)
@@ -111,9 +111,10 @@ class Experiment:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Experiment))
-# the DataSet fields an experiment may give for its own data set: its draw, (ds, seeds) ->
-# (X, Y, Z, v, *extra), and its resolution, (ds) -> the fields filled (attnsvm/data/data_set.py)
-CODE_FIELDS = ("instances", "resolve")
+# the DataSet fields an experiment may give for its own data set (attnsvm/data/data_set.py):
+# its draw, (ds, seeds) -> (X, Y, Z, v, *extra); its resolution, (ds) -> the fields filled; its
+# rules across groups, (run) -> None; its ${name:...} resolvers of sweep files, name -> function
+CODE_FIELDS = ("instances", "resolve", "check_run", "resolvers")
 _DATA_SET_CODE_IS = (
     f"a dict of data set (one of datasets) -> {{field: function}}, fields in {CODE_FIELDS}"
 )
@@ -162,6 +163,15 @@ def _required(obj, name: str) -> str:
     module, attr = TEMPLATE[name]
     where = f" ({obj.package}.{module} defines no {attr})" if obj.package else ""
     return f"a function, or with package=, its {module}.py's {attr}{where}"
+
+
+def _is_code(key: str, value) -> bool:
+    """A function, or for ``resolvers`` a dict of name -> function."""
+    if key == "resolvers":
+        return isinstance(value, Mapping) and all(
+            _is_str(k) and callable(f) for k, f in value.items()
+        )
+    return callable(value)
 
 
 def _is_str(value) -> bool:

@@ -22,7 +22,6 @@ from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data import sets
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
-from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments import data_set_hook
 from attnsvm.experiments.engine import train_engine
 from attnsvm.parallel import shares_of, spread, worth_forking
@@ -40,6 +39,7 @@ from attnsvm.train.loop import Trajectory, train
 from . import limits
 from .artifacts import batch_arrays, join_batches
 from .diverged import diverged_tables
+from .examples.maxmargin_data import key_query
 from .kkt import kkt_curves
 from .limits import classify
 from .svms import (
