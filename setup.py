@@ -1,4 +1,4 @@
-"""Build the fused training kernel (attnsvm/train/_fused.c); other metadata: pyproject.toml.
+"""Build the fused training kernel (attnsvm/kernel/_fused.c); other metadata: pyproject.toml.
 
 -ffp-contract=off keeps every multiply and add separately rounded, so trajectories do not
 depend on whether the CPU has FMA; -fno-math-errno only lets sqrt compile to one instruction;
@@ -17,8 +17,8 @@ FLAGS = ["-O3", "-std=gnu11", "-ffp-contract=off", "-fno-math-errno", "-Wno-psab
 
 def kernel(name: str, macros: list) -> Extension:
     return Extension(
-        f"attnsvm.train.{name}",
-        sources=["attnsvm/train/_fused.c"],
+        f"attnsvm.kernel.{name}",
+        sources=["attnsvm/kernel/_fused.c"],
         define_macros=macros,
         extra_compile_args=FLAGS,
         optional=True,

@@ -8,7 +8,7 @@ grad phi(xbar) = (1 - f_i^2) v, so e_it = (1 - f_i^2) v^T x_it and the centred v
 
 import torch
 
-from attnsvm.train.batchops import dot_last
+from attnsvm.kernel.batchops import dot_last
 from attnsvm.train.heads import LinearHead
 
 

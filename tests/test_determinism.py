@@ -1,5 +1,5 @@
 """Same config and seed -> bit-identical rows, whatever the batch size or the seeds batched
-with it, through the whole job (data, GD, SVMs, metrics; attnsvm/train/batchops.py makes the tensor
+with it, through the whole job (data, GD, SVMs, metrics; attnsvm/kernel/batchops.py makes the tensor
 code batch-invariant). Launchers and worker counts: tests/test_launchers.py."""
 
 from __future__ import annotations

@@ -52,8 +52,13 @@ def test_every_built_in_is_an_experiment_and_every_data_set_a_data_set():
         ("name='x', run_job=run_job, summary_text=summary_text, reads='dtype'", "reads"),
         ("name='x', run_job=run_job, summary_text=summary_text, Config=dict", "Config"),
         ("name='x', run_job=run_job, summary_text='mod:fn'", "summary_text"),
+        # code for a data set it does not declare as its own, and a field no experiment gives
+        ("name='x', run_job=run_job, summary_text=summary_text, "
+         "data_set_code={'digits': {'instances': run_job}}", "data_set_code"),
+        ("name='x', run_job=run_job, summary_text=summary_text, datasets=('digits',), "
+         "data_set_code={'digits': {'preflight': run_job}}", "data_set_code"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_field_fails_at_registration_with_its_name(tmp_path, monkeypatch, declaration, field):
     name = f"mylab_bad_{field.lower()}_{len(declaration)}"
     _module(tmp_path, monkeypatch, name, HEAD + f"\nEXPERIMENT = Experiment({declaration})\n")
@@ -212,3 +217,33 @@ def test_every_built_in_is_laid_out_as_the_template():
         if found.Config is not None:
             assert found.Config.__name__ == "Config", name
             assert found.Config.__module__ == f"attnsvm.experiments.{name}.config", name
+
+
+def test_an_experiments_own_data_set_is_drawn_by_that_experiment():
+    """dataset=digits' entry declares its keys only; gd declares its draw and resolution, so
+    core data names nothing above it, and the draw is gd's through ``data_set_hook``."""
+    from attnsvm.data.dataset_config import DatasetConfig, Generator
+    from attnsvm.data.generators import make_instances
+    from attnsvm.experiments import data_set_hook, dataset_owners
+
+    assert sets.entry("digits").instances is None and sets.entry("digits").resolve is None
+    assert dataset_owners()["digits"] == "gd"
+    ds = DatasetConfig(generator=Generator.digits, n=4, T=4, d=16)
+    with pytest.raises(NotImplementedError, match="dataset=digits is drawn by its own experiment"):
+        make_instances(ds, [0])
+    inst = make_instances(ds, [0, 1], draw=data_set_hook("digits", "instances"))
+    assert inst.X.shape == (2, 4, 4, 16)
+    assert data_set_hook("digits", "resolve")(ds) == {"T": 4, "d": 16}
+    assert data_set_hook("random", "instances").__doc__.startswith("attnsvm.data.generators:")
+
+
+def test_the_maxmargin_examples_are_gd_s_own_data():
+    """dataset=maxmargin's entry keeps its keys and what it gives (p0, published starts); its
+    draw, resolution, rules and sweep-file resolver are gd's (``data_set_code``)."""
+    from attnsvm.experiments import data_set_code, data_set_resolvers
+
+    found = sets.entry("maxmargin")
+    assert found.instances is None and found.check_run is None and not found.resolvers
+    assert found.inits and found.extra == ("p0",)
+    assert set(data_set_code("maxmargin")) == {"instances", "resolve", "check_run", "resolvers"}
+    assert data_set_resolvers()["maxmargin"]("starts", "single") == 6

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+import attnsvm.kernel as kernel
 from attnsvm.composition import DatasetConfig, Generator, RunConfig
 from attnsvm.composition.resolve import resolve
 from attnsvm.config import (
@@ -32,7 +33,7 @@ from attnsvm.config import (
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments.engine import train_engine
 from attnsvm.results.store import config_hash
-from attnsvm.train import fused, kernel
+from attnsvm.train import fused
 from attnsvm.train.heads import LambdaHead, LinearHead, ReLUHead
 from attnsvm.train.loop import init_params, train
 from conftest import REPO
@@ -43,7 +44,7 @@ FUSED_KINDS = [Parameterization.w, Parameterization.kq]  # the kernel trains W o
 
 
 def test_extension_is_built():
-    """setup.py builds attnsvm.train._fused at install wherever a C compiler exists (CI has one)."""
+    """setup.py builds attnsvm.kernel._fused at install wherever a C compiler exists (CI: one)."""
     assert kernel.library() is not None, f"rebuild: pip install -e {REPO}"
 
 
@@ -178,10 +179,10 @@ def test_fused_on_cuda_is_refused():
 def test_without_the_extension_auto_falls_back_to_torch(monkeypatch):
     """An install without a C compiler still trains (torch); asking for fused says why not."""
     monkeypatch.setattr(
-        kernel, "_load", lambda: (None, "attnsvm.train._fused was not built (test)")
+        kernel, "_load", lambda: (None, "attnsvm.kernel._fused was not built (test)")
     )
     assert train_engine(RunConfig()) == Engine.torch
-    with pytest.raises(ConfigError, match="attnsvm.train._fused was not built"):
+    with pytest.raises(ConfigError, match="attnsvm.kernel._fused was not built"):
         resolve(RunConfig(engine=Engine.fused))
 
 
@@ -192,7 +193,7 @@ def _load(path) -> ctypes.CDLL:
 
 
 def _plain_sse2_build(tmp_path) -> ctypes.CDLL:
-    """attnsvm/train/_fused.c built with setup.py's flags for baseline x86-64, one plain version."""
+    """attnsvm/kernel/_fused.c built with setup.py's flags for baseline x86-64, one version."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if platform.machine() != "x86_64" or cc is None:
         pytest.skip("needs an x86-64 C compiler")
@@ -200,7 +201,7 @@ def _plain_sse2_build(tmp_path) -> ctypes.CDLL:
     subprocess.run(
         [cc, "-O3", "-std=gnu11", "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi",
          "-DISA_TARGET=", "-march=x86-64", "-shared", "-fPIC",
-         f"-I{sysconfig.get_paths()['include']}", str(REPO / "attnsvm" / "train" / "_fused.c"),
+         f"-I{sysconfig.get_paths()['include']}", str(REPO / "attnsvm" / "kernel" / "_fused.c"),
          "-o", str(lib_path)],
         check=True,
     )  # fmt: skip
@@ -273,13 +274,13 @@ def test_relu_head_seed_alone_equals_in_batch(kind):
 def test_build_can_be_forced_by_environment(monkeypatch):
     """$ATTNSVM_FUSED_BUILD names the build (e.g. the portable one on a mixed cluster)."""
     try:
-        monkeypatch.setenv(kernel.BUILD_ENV, "attnsvm.train._fused")
+        monkeypatch.setenv(kernel.BUILD_ENV, "attnsvm.kernel._fused")
         kernel._load.cache_clear()
-        assert kernel.describe() == "attnsvm.train._fused, 4 seeds per call"
+        assert kernel.describe() == "attnsvm.kernel._fused, 4 seeds per call"
         monkeypatch.setenv(kernel.BUILD_ENV, "avx9000")
         kernel._load.cache_clear()
         with pytest.raises(
-            ConfigError, match="ATTNSVM_FUSED_BUILD='avx9000'.*attnsvm.train._fused"
+            ConfigError, match="ATTNSVM_FUSED_BUILD='avx9000'.*attnsvm.kernel._fused"
         ):
             train_engine(RunConfig())  # noqa: B018  resolved when hashed, before a job runs
     finally:

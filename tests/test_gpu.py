@@ -29,8 +29,8 @@ from attnsvm.composition import DatasetConfig, RunConfig
 from attnsvm.composition.resolve import resolve
 from attnsvm.config import ConfigError, Engine, HeadConfig, OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import make_instances, published_instance
-from attnsvm.data.maxmargin import key_query
 from attnsvm.experiments.engine import train_engine
+from attnsvm.experiments.gd.examples.maxmargin_data import key_query
 from attnsvm.experiments.regpath import job as regpath
 from attnsvm.experiments.regpath.config import Config, RegpathRun
 from attnsvm.job import run_job

@@ -28,7 +28,7 @@ def _env(aten: str, openblas: str, mkl: str, fused: str) -> dict[str, str]:
         ATEN_CPU_CAPABILITY=aten,
         OPENBLAS_CORETYPE=openblas,
         MKL_ENABLE_INSTRUCTIONS=mkl,
-        ATTNSVM_FUSED_BUILD=f"attnsvm.train.{fused}",
+        ATTNSVM_FUSED_BUILD=f"attnsvm.kernel.{fused}",
     )
 
 

@@ -12,11 +12,11 @@ import torch
 from attnsvm.composition import DatasetConfig
 from attnsvm.config import SolverConfig
 from attnsvm.experiments.gd.svms import Reported
+from attnsvm.kernel import library
 from attnsvm.progress import Progress
 from attnsvm.svm import lcp, norms, nuclear_ops
 from attnsvm.svm import nuclear_ipm as sdp
 from attnsvm.svm import solve as svm
-from attnsvm.train.kernel import library
 
 CFG = SolverConfig()
 

@@ -187,7 +187,7 @@ def test_maxmargin_sweep_and_its_figure_command(tmp_path):
 
 
 def test_digit_patches_tile_the_image_and_a_small_job_runs():
-    from attnsvm.data.digits import _digits, tokens
+    from attnsvm.experiments.gd.examples.digits_data import _digits, tokens
 
     images = _digits()[0][:3]
     x = tokens(images, 4, positions=True)  # (3, 4, 18)

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import attnsvm
+import attnsvm.kernel as kernel
 from attnsvm.composition import DatasetConfig
 from attnsvm.composition.identity import config_hash
 from attnsvm.config import ConfigError, OptimizerConfig, ParameterizationConfig
@@ -20,7 +21,6 @@ from attnsvm.experiments.engine import train_engine
 from attnsvm.experiments.gd import limits
 from attnsvm.experiments.gd.kkt import linf_ball_residual
 from attnsvm.experiments.gd.summary import Columns, closer_line, summary_text
-from attnsvm.train import kernel
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.loop import autograd_loss_and_grads, loss_and_grad_w, train
 from attnsvm.train.minibatch import Minibatches

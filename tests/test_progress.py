@@ -8,11 +8,12 @@ import re
 import pandas as pd
 import pytest
 
+import attnsvm.kernel as kernel
 from attnsvm.composition import RunConfig
 from attnsvm.config import Engine
 from attnsvm.job import run_job
 from attnsvm.progress import Progress, duration
-from attnsvm.train import fused, kernel
+from attnsvm.train import fused
 from cli_helpers import SMALL, run_cli, timing_columns
 
 

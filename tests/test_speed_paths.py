@@ -23,9 +23,9 @@ from attnsvm.config import (
 )
 from attnsvm.data.generators import make_instances
 from attnsvm.job import run_job
+from attnsvm.kernel import batchops
+from attnsvm.kernel.batchops import sum_last
 from attnsvm.svm import solve as svm
-from attnsvm.train import batchops
-from attnsvm.train.batchops import sum_last
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import loss_and_grad_w, train
 

@@ -197,7 +197,7 @@ a busy machine), which a Hydra multirun pays once per worker as well.
 ## Where the speed comes from
 
 - **Training**: the fused engine (`engine=auto`, the default, for the linear and ReLU heads in
-  float64 on the CPU) runs whole trajectories in C (`attnsvm/train/_fused.c`, built at install,
+  float64 on the CPU) runs whole trajectories in C (`attnsvm/kernel/_fused.c`, built at install,
   called through ctypes): every array seed-last, so each formula of the hand-written stable
   gradient is one SIMD operation across 8 seeds (AVX-512 build) or 4 (AVX2 / baseline build),
   and the loops over n, T, d run once per group instead of once per seed and step; `exp` is a

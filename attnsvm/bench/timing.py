@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
+import attnsvm.kernel as kernel
 from attnsvm.config.schema import HeadConfig
 from attnsvm.job import run_job
-from attnsvm.train import kernel
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
 

@@ -9,13 +9,13 @@ from multiprocessing import get_context
 
 import torch
 
+import attnsvm.kernel as kernel
 from attnsvm.bench.naive import naive_train
 from attnsvm.bench.timing import timed
 from attnsvm.composition import DatasetConfig
 from attnsvm.config import HeadConfig, OptimizerConfig, ParameterizationConfig
 from attnsvm.config.enums import Engine, Parameterization
 from attnsvm.data.generators import make_instances
-from attnsvm.train import kernel
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import train
 

@@ -34,7 +34,7 @@ from attnsvm.config.schema import (
     RunBase,
     SolverConfig,
 )
-from attnsvm.experiments import builtin_names, default_name, entry, has_key
+from attnsvm.experiments import builtin_names, data_set_resolvers, default_name, entry, has_key
 from attnsvm.hydra_internals import child, raw_value, set_raw_value
 
 SHARED_GROUPS = {  # the groups several experiments read, each with its options in conf/<group>/
@@ -245,7 +245,8 @@ def register_configs() -> None:
 
     from attnsvm.data import sets
 
-    resolvers = {**sets.omegaconf_resolvers(), "attnsvm_help": "attnsvm.cli_help:header"}
+    resolvers = {**sets.omegaconf_resolvers(), **data_set_resolvers(),
+                 "attnsvm_help": "attnsvm.cli_help:header"}  # fmt: skip
     cs = ConfigStore.instance()
     modules = {**{n: entry(n) for n in builtin_names()}, **_PLUGINS}
     nodes = {**SHARED_GROUPS, "dataset": sets.dataset_class()}
@@ -253,8 +254,9 @@ def register_configs() -> None:
     if _REGISTERED.get("what") == wanted and _still_stored(cs, resolvers):
         return  # storing the same schemas again would be a third of an in-process compose
     for name, path in resolvers.items():
-        # imported when a sweep file first uses it
-        OmegaConf.register_new_resolver(name, later(path), replace=True)
+        # imported when a sweep file first uses it (an experiment's: its own lazy function)
+        function = later(path) if isinstance(path, str) else path
+        OmegaConf.register_new_resolver(name, function, replace=True)
     stored = {}  # (group, file) -> the node Hydra now holds there
 
     def store(name: str, node, **how) -> None:  # how: Hydra's group and package

@@ -22,7 +22,7 @@ from attnsvm.config.checks import ConfigError
 from attnsvm.config.enums import Engine, Head, Optimizer, Parameterization
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import DatasetBase, RunBase
-from attnsvm.experiments import entry, group_of
+from attnsvm.experiments import data_set_hook, entry, group_of
 from attnsvm.experiments.engine import train_engine
 
 RESOLVED = "_attnsvm_resolved"  # set on a resolved run (not a field: never in its hash)
@@ -30,10 +30,8 @@ RESOLVED = "_attnsvm_resolved"  # set on a resolved run (not a field: never in i
 
 def resolve_dataset(ds: DatasetBase) -> DatasetBase:
     """The data set with n, T, d (and a file's digest) taken from the data, checked again
-    (the data set's ``resolve``: attnsvm/data/sets/)."""
-    from attnsvm.data import sets
-
-    fill = sets.hook(ds.generator.value, "resolve")
+    (the data set's ``resolve``: attnsvm/data/sets/, or its experiment's: data_set_code)."""
+    fill = data_set_hook(ds.generator.value, "resolve")
     filled = None if fill is None else fill(ds)
     return dataclasses.replace(ds, **filled) if filled else ds
 

@@ -21,6 +21,7 @@ from attnsvm.config.enums import (
 )
 from attnsvm.experiments import (
     OPTIONAL_READS,
+    data_set_code,
     dataset_owners,
     instead,
     name_of,
@@ -75,12 +76,14 @@ def relu_head_needs_values(run) -> None:
 
 
 def dataset_rules(run) -> None:
-    """The data set's own rules across groups (``check_run`` of attnsvm/data/sets/<name>)."""
+    """The data set's own rules across groups (``check_run`` of attnsvm/data/sets/<name>, or of
+    the experiment whose own data it is: ``data_set_code``)."""
     from attnsvm.data import sets
 
     if not _has(run, "dataset"):
         return
-    check = sets.entry(run.dataset.generator.value).check_run
+    name = run.dataset.generator.value
+    check = data_set_code(name).get("check_run") or sets.entry(name).check_run
     if check is not None:
         check(run)
 

@@ -16,7 +16,7 @@ import torch
 from attnsvm.config.enums import Attention
 from attnsvm.config.schema import DatasetBase
 from attnsvm.data import sets
-from attnsvm.train.batchops import dot_last, matmul, sum_last
+from attnsvm.kernel.batchops import dot_last, matmul, sum_last
 
 
 @dataclass
@@ -225,10 +225,12 @@ def make_instances(
     seeds: list[int],
     dtype: torch.dtype = torch.float64,
     device: str | torch.device = "cpu",
+    draw=None,
 ) -> Instances:
-    """Draw the instances of ``seeds`` with the configured data set and stack them."""
+    """Draw the instances of ``seeds`` with the configured data set and stack them (``draw``:
+    the data set's draw where its entry names none, an experiment's own data)."""
     name = sets.name_of(cfg)
-    draw = sets.hook(name, "instances")
+    draw = draw or sets.hook(name, "instances")
     if draw is None:
         raise NotImplementedError(f"dataset={name} is drawn by its own experiment only")
     X, Y, Z, v, *rest = (t.to(dtype) for t in draw(cfg, seeds))

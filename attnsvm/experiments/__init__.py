@@ -34,6 +34,10 @@ object of the class ``Experiment`` (attnsvm/experiments/experiment.py):
                                      #   (default: the same name in its group; for
                                      #   <group>.kind, its key named <group>)
         datasets=("nexttoken",),     # optional: data sets only it reads
+        data_set_code={"digits": {"instances": draw, "resolve": resolve}},  # optional: the
+                                     #   draw and resolution of a data set of ``datasets``
+                                     #   whose entry (attnsvm/data/sets/) declares only its
+                                     #   keys: the experiment's own data (data_set_hook)
         fused_unfit="why",           # optional: why its training cannot use the fused kernel
         doc=__doc__,                 # optional: what it is (default: its module's docstring)
     )
@@ -59,11 +63,13 @@ from __future__ import annotations
 
 import dataclasses
 import pkgutil
+from collections.abc import Callable, Mapping
 from functools import cache
 
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.plugins import load_declared
 from attnsvm.config.schema import RunBase
+from attnsvm.data import sets
 from attnsvm.experiments.experiment import REQUIRED, Experiment
 from attnsvm.svm.norm_names import DEFAULT as DEFAULT_NORMS
 from attnsvm.svm.norm_names import FEASIBILITY
@@ -219,12 +225,39 @@ def dataset_owners() -> dict[str, str]:
     return {d: e.name for e in map(entry, builtin_names()) for d in e.datasets}
 
 
+def data_set_code(name: str) -> Mapping:
+    """The code that the experiment that alone reads data set ``name`` declares for it
+    (``data_set_code``: field -> function); {} where none does."""
+    name = sets.entry(name).name
+    owner = dataset_owners().get(name)
+    return {} if owner is None else entry(owner).data_set_code.get(name, {})
+
+
+def data_set_hook(name: str, key: str) -> Callable | None:
+    """Data set ``name``'s "module:function" field ``key`` (``instances`` or ``resolve``) as a
+    function: its experiment's (``data_set_code``), else its entry's; None when neither gives
+    one."""
+    return data_set_code(name).get(key) or sets.hook(name, key)
+
+
+def data_set_resolvers() -> dict[str, Callable]:
+    """``${name:...}`` interpolations that experiments offer sweep files for their own data
+    sets (``data_set_code``'s ``resolvers``): name -> function."""
+    found = [entry(n).data_set_code for n in builtin_names()]
+    return {
+        k: f for code in found for c in code.values() for k, f in c.get("resolvers", {}).items()
+    }
+
+
 __all__ = [
     "OPTIONAL_READS",
     "Experiment",
     "RunBase",
     "builtin_names",
     "config_groups",
+    "data_set_code",
+    "data_set_hook",
+    "data_set_resolvers",
     "dataset_owners",
     "default_name",
     "entry",

@@ -46,6 +46,9 @@ class Experiment:
     instead: Mapping[str, str] = field(default_factory=dict)  # a key it lacks -> its own key
     #   read in its place (named when the key is refused)
     datasets: tuple[str, ...] = ()  # data sets only it reads
+    data_set_code: Mapping[str, Mapping[str, Callable]] = field(default_factory=dict)  # a data
+    #   set of ``datasets`` -> its functions by DataSet field (CODE_FIELDS): the code of a data
+    #   set whose entry (attnsvm/data/sets/) declares only its keys, this experiment's own data
     fused_unfit: str | None = None  # why its training cannot use the fused kernel
     hash_legacy: Mapping[str, object] = field(default_factory=dict)  # keys its job hash has
     #   always held at these values though its Run lacks them (old sweeps keep their identity)
@@ -79,6 +82,12 @@ class Experiment:
             self, "Run", _maybe(self, "Run", _is_run), "a dataclass subclassing RunBase or None"
         )
         _expect(self, "datasets", _strs(self.datasets), "a tuple of str")
+        code = isinstance(self.data_set_code, Mapping) and all(
+            k in self.datasets and isinstance(f, Mapping) and set(f) <= set(CODE_FIELDS)
+            and all(_is_code(key, c) for key, c in f.items())
+            for k, f in self.data_set_code.items()
+        )  # fmt: skip
+        _expect(self, "data_set_code", code, _DATA_SET_CODE_IS)
         instead = isinstance(self.instead, Mapping) and all(
             _is_str(k) and _is_str(v) for k, v in self.instead.items()
         )
@@ -102,6 +111,13 @@ class Experiment:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Experiment))
+# the DataSet fields an experiment may give for its own data set (attnsvm/data/data_set.py):
+# its draw, (ds, seeds) -> (X, Y, Z, v, *extra); its resolution, (ds) -> the fields filled; its
+# rules across groups, (run) -> None; its ${name:...} resolvers of sweep files, name -> function
+CODE_FIELDS = ("instances", "resolve", "check_run", "resolvers")
+_DATA_SET_CODE_IS = (
+    f"a dict of data set (one of datasets) -> {{field: function}}, fields in {CODE_FIELDS}"
+)
 REQUIRED = ("name", "run_job", "summary_text")  # run_job and summary_text: or package's
 
 # a package's template: function field -> (its module in the package, the name it defines
@@ -147,6 +163,15 @@ def _required(obj, name: str) -> str:
     module, attr = TEMPLATE[name]
     where = f" ({obj.package}.{module} defines no {attr})" if obj.package else ""
     return f"a function, or with package=, its {module}.py's {attr}{where}"
+
+
+def _is_code(key: str, value) -> bool:
+    """A function, or for ``resolvers`` a dict of name -> function."""
+    if key == "resolvers":
+        return isinstance(value, Mapping) and all(
+            _is_str(k) and callable(f) for k, f in value.items()
+        )
+    return callable(value)
 
 
 def _is_str(value) -> bool:

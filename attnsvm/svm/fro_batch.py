@@ -15,7 +15,7 @@ pivoting does not end or fails a certificate (a singular G_FF, as when n(T-1) > 
 instance is infeasible) goes to the reference path (svm.w_mm, the least-distance dual), and
 its ``path`` says so.
 
-Products by attnsvm.train.batchops and LAPACK on one thread: an instance's bits never depend
+Products by attnsvm.kernel.batchops and LAPACK on one thread: an instance's bits never depend
 on its batch mates, so they do not depend on ``threads`` or on the batch size either.
 """
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from attnsvm.kernel import batchops
 from attnsvm.runtime import one_thread
-from attnsvm.train import batchops
 
 BACKUP = 3  # block swaps allowed without fewer broken signs before single swaps (lcp.py)
 MAX_PIVOTS = 100

@@ -14,7 +14,7 @@ Hadamard products of m x m matrices: O(m N^2 + m^2 N + m^3) per iteration instea
 ((N(N+1)/2)^2 block that a general conic solver factors. Instances of one shape are solved as
 a batch, every operation per instance, with per-instance step lengths and stopping: an
 instance's iterates and stopping step never depend on its batch mates (products and sums by
-attnsvm.train.batchops, LAPACK on one thread in MKL's strict reproducibility mode). From LARGE_M
+attnsvm.kernel.batchops, LAPACK on one thread in MKL's strict reproducibility mode). From LARGE_M
 constraints an instance is solved alone with BLAS products, and from WORKING_SET_M on a working
 set of its constraints (``nuclear_svm_batch``; docs/scaling.md, "Large instances").
 
@@ -28,10 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
+from attnsvm.kernel.batchops import dot_last, sum_last
 from attnsvm.runtime import one_thread
 from attnsvm.svm.fro_batch import per_call
 from attnsvm.svm.nuclear_ops import Constraints, adjoint, op, schur, sym
-from attnsvm.train.batchops import dot_last, sum_last
 
 STEP = 0.98  # fraction of the step to the cone boundary
 BACKTRACK = 4  # halvings of a step whose iterate failed its Cholesky factorisation

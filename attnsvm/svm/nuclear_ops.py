@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from attnsvm.train import batchops
-from attnsvm.train.batchops import dot_last
-from attnsvm.train.kernel import library
+from attnsvm.kernel import batchops, library
+from attnsvm.kernel.batchops import dot_last
 
 
 @dataclass

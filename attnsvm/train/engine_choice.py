@@ -7,6 +7,7 @@ nothing, never loads torch (its import and teardown were seconds of every sweep)
 
 from __future__ import annotations
 
+import attnsvm.kernel as kernel
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.enums import (
     Device,
@@ -18,7 +19,6 @@ from attnsvm.config.enums import (
     Optimizer,
     Parameterization,
 )
-from attnsvm.train import kernel
 
 
 def resolve_engine(

@@ -3,7 +3,7 @@
 Linear and ReLU heads (``engine=auto`` picks it for them in float64 on the CPU); the lambda head,
 float32 and CUDA train with torch (``attnsvm.train.loop``).
 
-``attnsvm/train/_fused.c`` trains 4 or 8 seeds per call (the CPU's vector width) with every array
+``attnsvm/kernel/_fused.c`` trains 4 or 8 seeds per call (the CPU's vector width) with every array
 seed-last, so each formula is one SIMD operation across seeds; this module lays the batch out
 that way, pads the last
 group with copies of a real seed (every group is full, so every seed runs the same code), calls
@@ -24,15 +24,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
+import attnsvm.kernel as kernel
 from attnsvm.config.enums import (
     Optimizer,
     Parameterization,
 )
 from attnsvm.config.schema import OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import Instances
-from attnsvm.train import kernel
+from attnsvm.kernel import _ARGTYPES, BUILD_ENV, BUILDS, describe  # noqa: F401
 from attnsvm.train.engine_choice import resolve_engine  # noqa: F401  (its home before)
-from attnsvm.train.kernel import _ARGTYPES, BUILD_ENV, BUILDS, describe  # noqa: F401
 from attnsvm.train.state import Params, Trajectory, checkpoint_steps, init_params
 
 FIRST_CALL_STEPS = 32  # with a progress reporter: the first kernel call, which times the kernel
@@ -172,7 +172,7 @@ def train_fused(
             int(ckpts[c1 - 1]) - k0, rel.ctypes.data, c1 - c0, *outs,
         )  # fmt: skip
         if status != 0:
-            raise MemoryError("attnsvm.train._fused: no memory for the kernel's scratch arrays")
+            raise MemoryError("attnsvm.kernel._fused: no memory for the kernel's scratch arrays")
 
     def run_group(g: int) -> None:
         if on_steps is None:

@@ -15,7 +15,7 @@ from attnsvm.config.enums import Head
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import HeadConfig
 from attnsvm.data.generators import Instances
-from attnsvm.train.batchops import dot_last, matmul, sum_last
+from attnsvm.kernel.batchops import dot_last, matmul, sum_last
 
 
 class LinearHead:

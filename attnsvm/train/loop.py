@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from attnsvm.config.enums import Engine, Gradient, Init, Loss
 from attnsvm.config.schema import OptimizerConfig, ParameterizationConfig
 from attnsvm.data.generators import Instances
-from attnsvm.train.batchops import dot_last, elementwise, matmul, sum_last
+from attnsvm.kernel.batchops import dot_last, elementwise, matmul, sum_last
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.minibatch import minibatches
 from attnsvm.train.state import (  # noqa: F401  (re-exported: the loop's public names)

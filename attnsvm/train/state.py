@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from attnsvm.config.enums import Init, Parameterization
 from attnsvm.config.schema import ParameterizationConfig
-from attnsvm.train.batchops import matmul
+from attnsvm.kernel.batchops import matmul
 
 INIT_SEED_OFFSET = 1_000_000_007  # init draws use their own stream: seed + offset
 

@@ -21,7 +21,7 @@ from attnsvm.config.checks import ConfigError
 from attnsvm.config.enums import Optimizer, Schedule
 from attnsvm.config.plugins import load_object
 from attnsvm.config.schema import OptimizerConfig
-from attnsvm.train.batchops import matmul, sum_last
+from attnsvm.kernel.batchops import matmul, sum_last
 
 
 class NormalizedGD:

@@ -27,7 +27,9 @@ of the class ``DataSet`` (attnsvm/data/data_set.py says what each field means):
     )
 
 Its fields are checked when it is built (a misspelt or missing one fails with its name) and a
-module without ``DATA_SET`` is refused when the registry first reads it.
+module without ``DATA_SET`` is refused when the registry first reads it. An experiment's own
+data declares its keys here and no code: the experiment that alone reads it gives its draw,
+resolution, rules and resolvers (attnsvm/experiments/experiment.py: ``data_set_code``).
 
 ``DatasetConfig`` (exported by attnsvm.composition) is the core keys (attnsvm/config/schema.py:
 ``DatasetBase``) plus every data set's own keys; its ``generator`` is an enum of the names

@@ -1,4 +1,5 @@
-"""dataset=digits: scikit-learn's 8x8 digits as patch tokens (attnsvm/data/digits.py)."""
+"""dataset=digits: scikit-learn's 8x8 digits as patch tokens, an experiment's own data: drawn
+by the experiment whose entry declares it (``datasets``, ``data_set_code``)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,11 @@ class Config:
     }
 
 
+# its keys only: its draw and resolution are its experiment's (data_set_code; the head v is the
+# hard-margin classifier of the pooled tokens, an SVM, which sits above the data)
 DATA_SET = DataSet(
     Config=Config,
     order=5,  # its keys' place among the data sets' keys (columns of the runs table)
-    instances="attnsvm.data.digits:digits_instances",
-    resolve="attnsvm.data.digits:resolve_dataset",
     shape_from_data=True,
     doc=__doc__,
 )

@@ -1,5 +1,5 @@
 """The two models of experiment=benign, their hand-written gradients and the start, all seeds
-at once; every reduction, product and exp goes through ``attnsvm.train.batchops`` so a seed's
+at once; every reduction, product and exp goes through ``attnsvm.kernel.batchops`` so a seed's
 numbers never depend on its batch mates.
 
 two_token:        f(X) = sum_t s_t x_t^T v,   s = softmax(X p)        trained: p, v
@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from attnsvm.train.batchops import elementwise, matmul
+from attnsvm.kernel.batchops import elementwise, matmul
 
 from .config import Config, Init, Setting
 

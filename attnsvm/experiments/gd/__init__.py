@@ -11,6 +11,7 @@ from attnsvm.experiments.legacy import LEGACY_GROUPS
 
 from .columns import columns
 from .config import RunConfig
+from .examples import DATA_SET_CODE
 from .memory import check_memory
 
 EXPERIMENT = Experiment(
@@ -31,6 +32,8 @@ EXPERIMENT = Experiment(
     # its job hash held multitoken's and regpath's groups at their defaults from before each
     # experiment had its own job config: kept, so every gd sweep keeps its identity (resume)
     hash_legacy=LEGACY_GROUPS,
+    datasets=tuple(DATA_SET_CODE),  # its own data (the digits): drawn by its examples
+    data_set_code=DATA_SET_CODE,
     columns=columns,  # its summary's columns per config point: the p-model's or W's (columns.py)
     doc=__doc__,
 )

@@ -22,7 +22,7 @@ from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data import sets
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
-from attnsvm.data.maxmargin import key_query
+from attnsvm.experiments import data_set_hook
 from attnsvm.experiments.engine import train_engine
 from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
@@ -39,6 +39,7 @@ from attnsvm.train.state import on_cpu
 from . import limits
 from .artifacts import batch_arrays, join_batches
 from .diverged import diverged_tables
+from .examples.maxmargin_data import key_query
 from .kkt import kkt_curves
 from .limits import classify
 from .svms import (
@@ -245,18 +246,26 @@ def path_tables(inst: Instances, traj: Trajectory, r: int, at_opt: dict):
     return paths, tokens
 
 
+def draw(cfg: RunBase, seeds: list[int], device: str = "cpu") -> Instances:
+    """The instances of ``seeds`` in the run's dtype (the p-model's: keys x~ = M x, the one
+    query e_1); a data set that is gd's own data is drawn by its examples (data_set_code)."""
+    own = data_set_hook(sets.name_of(cfg.dataset), "instances")
+    dtype = getattr(torch, cfg.dtype.value)
+    inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=device, draw=own)
+    if cfg.parameterization.kind == Parameterization.p:
+        inst = inst.p_model_view(
+            key_query(cfg.parameterization.key_query, cfg.dataset.example, cfg.dataset.d)
+        )
+    return inst
+
+
 def run_batch(cfg: RunBase, seeds: list[int], report: Progress | None = None, first: int = 0):
     """Train and analyse one batch of seeds; returns (rows, trajectory tables (dicts of
     columns, for results.stack), extra frames, arrays.npz's arrays of the batch or {}).
     ``report`` hears of its stages; ``first``: the batch's first seed's position in the job."""
     if report is not None:
         report.start_batch(first, first + len(seeds))
-    dtype = getattr(torch, cfg.dtype.value)
-    inst = make_instances(cfg.dataset, seeds, dtype=dtype, device=cfg.device.value)
-    if cfg.parameterization.kind == Parameterization.p:  # keys x~ = M x, the one query e_1
-        inst = inst.p_model_view(
-            key_query(cfg.parameterization.key_query, cfg.dataset.example, cfg.dataset.d)
-        )
+    inst = draw(cfg, seeds, cfg.device.value)
     opt = inst.opt.cpu().numpy()
     if not cfg.train:
         at_opt = solve_svms(cfg, inst, dict(enumerate(opt)), report)

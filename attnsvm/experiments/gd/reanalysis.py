@@ -15,11 +15,7 @@ import time
 
 import numpy as np
 import pandas as pd
-import torch
 
-from attnsvm.config.enums import Parameterization
-from attnsvm.data.generators import make_instances
-from attnsvm.data.maxmargin import key_query
 from attnsvm.results.artifacts import meta, read_meta
 from attnsvm.results.contract import JobResult, config_columns
 
@@ -64,12 +60,9 @@ def reanalyse(cfg, arrays: dict, before: JobResult) -> JobResult:
 
 def instances(cfg, arrays: dict):
     """The draw of the saved seeds, rebuilt on the CPU as the job built it, and checked."""
-    dtype = getattr(torch, cfg.dtype.value)
-    inst = make_instances(cfg.dataset, [int(s) for s in arrays["seeds"]], dtype=dtype)
-    if cfg.parameterization.kind == Parameterization.p:
-        inst = inst.p_model_view(
-            key_query(cfg.parameterization.key_query, cfg.dataset.example, cfg.dataset.d)
-        )
+    from .job import draw
+
+    inst = draw(cfg, [int(s) for s in arrays["seeds"]])
     check_draw(inst, arrays)
     return inst
 

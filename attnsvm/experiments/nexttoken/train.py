@@ -23,7 +23,7 @@ import torch
 
 from attnsvm.config.enums import Optimizer, Parameterization
 from attnsvm.config.schema import OptimizerConfig
-from attnsvm.train import batchops
+from attnsvm.kernel import batchops
 
 from .config import NexttokenLoss
 

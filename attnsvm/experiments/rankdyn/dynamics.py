@@ -21,7 +21,7 @@ import torch
 
 from attnsvm.config.schema import OptimizerConfig
 from attnsvm.data.generators import Instances
-from attnsvm.train.batchops import matmul, sum_last
+from attnsvm.kernel.batchops import matmul, sum_last
 from attnsvm.train.loop import INIT_SEED_OFFSET, frob, loss_and_grad_w
 from attnsvm.train.step_rules import make_optimizer
 

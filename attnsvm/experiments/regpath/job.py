@@ -28,10 +28,10 @@ from attnsvm import metrics
 from attnsvm.config.enums import Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import accepted_seeds, make_instances
+from attnsvm.kernel.batchops import matmul
 from attnsvm.results.stack import with_constants
 from attnsvm.results.store import config_hash
 from attnsvm.svm.masked import w_mm_masked
-from attnsvm.train.batchops import matmul
 from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
 from attnsvm.train.loop import Params, frob, init_params, loss_and_grad_w

@@ -1,4 +1,4 @@
-"""Figures of ``+sweeps=digits``: attention on real images (attnsvm/data/digits.py).
+"""Figures of ``+sweeps=digits``: attention on real images (digits_data.py).
 
 ``digits.png``: for seed 0 of each (n, patch) job, the first 8 images with the patch GD
 selected (solid red: the final softmax's argmax) and the highest-scoring patch under the head
@@ -22,10 +22,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from attnsvm.data.digits import _digits, pick  # noqa: E402
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
 from ..parts import reads_dataset_key  # noqa: E402
+from .digits_data import _digits, pick  # noqa: E402
 
 SHOWN = 8
 selects = reads_dataset_key("patch")  # its runs: images cut into patches

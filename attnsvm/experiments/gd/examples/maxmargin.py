@@ -21,10 +21,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnsvm.data.maxmargin import EXAMPLES  # noqa: E402
 from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
 
 from ..parts import reads_dataset_key  # noqa: E402
+from .maxmargin_data import EXAMPLES  # noqa: E402
 
 ORDER = ["single", "single_local", "multi", "joint", "joint_relaxed", "loss"]
 STYLE = {"float64": "-", "float32": "--"}
@@ -121,7 +121,7 @@ def loss_figure(runs: pd.DataFrame, path: Path) -> None:
     r = runs[runs.example == "loss"].copy()
     if r.empty:
         return
-    from attnsvm.data.maxmargin import LOSS_C
+    from .maxmargin_data import LOSS_C
 
     r["C"] = [LOSS_C[s] for s in r.seed]
     fig, ax = plt.subplots(figsize=(5.5, 3.8))

@@ -1,6 +1,8 @@
-"""The fused C kernel's builds, found and loaded once (attnsvm/train/_fused.c, compiled by
-setup.py). A leaf but for the config's error type: the fused engine and the batched ops that
-call the kernel both import it, so neither imports the other.
+"""The C kernel (attnsvm/kernel/_fused.c, compiled here by setup.py) and the batch-invariant
+products that use it (batchops.py): a leaf, so data (a draw's token scores), train (the fused
+engine's whole trajectories), svm (the nuclear-norm solver's Schur complement) and the
+experiments all call down to it. This module finds and loads the build once; it imports
+nothing of attnsvm but the config's error type.
 
     lib = library()       # the first build this CPU runs, or None (no C compiler at install)
 """
@@ -19,8 +21,8 @@ _ARGTYPES = [_I] * 5 + [_P] * 8 + [_I, _D, _I, _D, _D, _I64, _P, _I] + [_P] * 7
 
 
 BUILDS = (
-    "attnsvm.train._fused_v4",
-    "attnsvm.train._fused",
+    "attnsvm.kernel._fused_v4",
+    "attnsvm.kernel._fused",
 )  # 8 lanes for AVX-512 CPUs; 4 lanes, any CPU
 BUILD_ENV = "ATTNSVM_FUSED_BUILD"  # names the one build to use (benchmarks, mixed clusters)
 
@@ -37,7 +39,7 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
         if forced not in BUILDS:
             raise ConfigError(f"{BUILD_ENV}={forced!r}: accepted values {', '.join(BUILDS)}")
         names = (forced,)
-    why = "the C extension attnsvm.train._fused was not built (no C compiler at install)"
+    why = "the C extension attnsvm.kernel._fused was not built (no C compiler at install)"
     for name in names:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
@@ -60,13 +62,13 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
 
 
 def library() -> ctypes.CDLL | None:
-    """The first kernel build this CPU runs (setup.py builds both from attnsvm/train/_fused.c), or
-    None when there is none (no C compiler at install). $ATTNSVM_FUSED_BUILD restricts the
+    """The first kernel build this CPU runs (setup.py builds both from attnsvm/kernel/_fused.c),
+    or None when there is none (no C compiler at install). $ATTNSVM_FUSED_BUILD restricts the
     choice to one build (same numbers, other speed)."""
     return _load()[0]
 
 
 def describe() -> str:
-    """Which kernel build trains, for reports: e.g. 'attnsvm.train._fused_v4, 8 seeds per call'."""
+    """Which kernel build trains, for reports: 'attnsvm.kernel._fused_v4, 8 seeds per call'."""
     lib = library()
     return _load()[1] if lib is None else f"{lib.name}, {lib.attnsvm_lanes()} seeds per call"

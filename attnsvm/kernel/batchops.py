@@ -66,7 +66,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
     Batch dims are broadcast explicitly so torch never folds the batch into one BLAS gemm.
     Three routes, one sum: small products (r k c < NAIVE_LIMIT) run in torch's per-matrix loop;
-    larger float64 ones in the C kernel's ``attnsvm_seq_matmul`` (attnsvm/train/_fused.c, no FMA);
+    larger float64 ones in the C kernel's ``attnsvm_seq_matmul`` (attnsvm/kernel/_fused.c, no FMA);
     without that build, or with autograd, k rank-one terms accumulated by elementwise mul and
     add (vectorised over the batch; never a fused multiply-add, whose use differs by kernel and
     position). On CUDA (no batch-invariance promised there) this is ``torch.matmul``.
@@ -105,6 +105,6 @@ def _ptrs(*tensors: torch.Tensor) -> list[int]:
 @functools.cache
 def _kernel():
     """The fused C build (None without one), loaded on first use."""
-    from attnsvm.train.kernel import library
+    from attnsvm.kernel import library
 
     return library()

@@ -1,5 +1,7 @@
 """The published examples of max-margin token selection
-(docs/math.md#max-margin-token-selection-and-a-trained-head), hand-placed data.
+(docs/math.md#max-margin-token-selection-and-a-trained-head), hand-placed data: gd's own
+(experiment=gd alone reads dataset=maxmargin; its entry, attnsvm/data/sets/maxmargin.py, declares
+the keys, gd's entry this module's draw, resolution, rules and resolvers: examples/__init__.py).
 
 Prompt attention f(X) = v^T X^T softmax(X~ p), X~ = X M^T, trained in p (and in v with
 head.train=true). Each example fixes its data, its key-query map M and a list of published
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnsvm.config.checks import fill_shape, require
+from attnsvm.config.checks import ConfigError, fill_shape, require
 
 INITS_C = (1.0, 0.5, 0.0, -0.5, -1.0, -1.5)  # the published starts' free coordinate
 LOSS_C = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 100.0)
@@ -142,3 +144,21 @@ def maxmargin_setting(what: str, value: str):
         "gradient": lambda dtype: "exact" if dtype == "float64" else "autograd",
     }
     return table[what](value)
+
+
+def check_run(run) -> None:
+    """The examples are the p-model's, with as many seeds as published starts."""
+    kind = run.parameterization.kind.value
+    if kind != "p":
+        raise ConfigError(
+            f"dataset=maxmargin holds the examples of the p-model: it needs "
+            f"parameterization=p; got parameterization={kind}"
+        )
+    count = len(EXAMPLES[run.dataset.example].seeds)
+    require(
+        run.seed + run.seeds <= count,
+        "seed/seeds",
+        f"seed + seeds <= {count}, the published inits of dataset.example={run.dataset.example}"
+        f" (seeds={count - run.seed})",
+        (run.seed, run.seeds),
+    )

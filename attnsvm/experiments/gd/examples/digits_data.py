@@ -9,6 +9,9 @@ Y = +1 (``dataset.classes[0]``) and -1. Seed s picks n images at random from the
 pooled tokens are separable, else least squares; scaled to unit length. z_i (for the W-model)
 is the mean-pooled token, the query of a CLS-like token.
 
+gd's own data (experiment=gd alone reads dataset=digits): the entry attnsvm/data/sets/digits.py
+declares its keys, gd's entry this module's draw and resolution (examples/__init__.py).
+
     python -m attnsvm.run dataset=digits parameterization=p dataset.n=20 dataset.patch=2
     python -m attnsvm.run -m +sweeps=digits
     python -m attnsvm.aggregate outputs/sweeps/digits

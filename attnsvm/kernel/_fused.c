@@ -27,9 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Two builds of this file (setup.py): attnsvm.train._fused_v4, 8 lanes for AVX-512 (x86-64-v4), used
- * where the CPU has it; attnsvm.train._fused, 4 lanes, with an AVX2 (x86-64-v3) and a baseline clone
- * picked at load time. The vector width must match the ISA's registers: comparisons of 8-lane
+/* Two builds of this file (setup.py): attnsvm.kernel._fused_v4, 8 lanes for AVX-512
+ * (x86-64-v4), used where the CPU has it; attnsvm.kernel._fused, 4 lanes, with an AVX2
+ * (x86-64-v3) and a baseline clone picked at load time. The vector width must match the ISA's registers: comparisons of 8-lane
  * vectors on AVX2 are expanded lane by lane (measured 5x slower than 4 lanes). The lane count
  * never changes a seed's numbers, only how many seeds share a call. -DISA_TARGET= builds one
  * plain version (tests/test_fused.py). */
@@ -267,13 +267,13 @@ ISA_TARGET int attnsvm_train_group(
 
 int attnsvm_lanes(void) { return LANES; }
 
-/* Bumped with every change of the exported functions (attnsvm/train/kernel.py: ABI). */
+/* Bumped with every change of the exported functions (attnsvm/kernel/__init__.py: ABI). */
 int attnsvm_abi(void) { return 4; }
 
 /* out[s] = a[s] @ b[s] for contiguous a (B, r, k), b (B, k, c), out (B, r, c): every entry is
  * ((0 + a_i1 b_1j) + a_i2 b_2j) + ... in index order, each product and sum rounded on its own
  * (no FMA), exactly as torch's per-matrix bmm loop sums: the same bits for any batch, thread
- * or CPU (attnsvm/train/batchops.py: matmul). Vectorised across j, which reorders no entry's sum. */
+ * or CPU (attnsvm/kernel/batchops.py: matmul). Vectorised across j, which reorders no entry's sum. */
 ISA_TARGET void attnsvm_seq_matmul(
     int64_t B, int64_t r, int64_t k, int64_t c, const double *restrict a,
     const double *restrict b, double *restrict out) {
