@@ -28,7 +28,9 @@ from attnsvm.bench import gpu as bench_gpu
 from attnsvm.composition import DatasetConfig, RunConfig
 from attnsvm.composition.resolve import resolve
 from attnsvm.config import ConfigError, Engine, HeadConfig, OptimizerConfig, ParameterizationConfig
+from attnsvm.data import sets
 from attnsvm.data.generators import make_instances, published_instance
+from attnsvm.experiments import data_set_hook
 from attnsvm.experiments.engine import train_engine
 from attnsvm.experiments.gd.examples.maxmargin_data import key_query
 from attnsvm.experiments.regpath import job as regpath
@@ -125,12 +127,13 @@ def test_training_keeps_every_tensor_on_the_device(case):
     kw = {"optimizer": _steps(), **TRAINING[case]}
     cfg = RunConfig(engine="torch", dtype="float32", **kw)
     seeds = list(range(min(cfg.seeds, 3)))
+    own = data_set_hook(sets.name_of(cfg.dataset), "instances")  # gd's own data (maxmargin)
     with SameDevice():
-        inst = make_instances(cfg.dataset, seeds, dtype=torch.float32, device="meta")
+        inst = make_instances(cfg.dataset, seeds, dtype=torch.float32, device="meta", draw=own)
     if cfg.parameterization.kind.value == "p":  # the keys are formed on the CPU, then moved
-        pcfg = cfg.parameterization
-        M = key_query(pcfg.key_query, cfg.dataset.example, cfg.dataset.d)
-        inst = _to_meta(make_instances(cfg.dataset, seeds, dtype=torch.float32).p_model_view(M))
+        M = key_query(cfg.parameterization.key_query, cfg.dataset.example, cfg.dataset.d)
+        cpu = make_instances(cfg.dataset, seeds, dtype=torch.float32, draw=own)
+        inst = _to_meta(cpu.p_model_view(M))
     with SameDevice():
         traj = train(
             inst, make_head(cfg.head, inst), cfg.parameterization, cfg.optimizer,
