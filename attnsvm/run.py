@@ -22,9 +22,8 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.utils import JobReturn, JobStatus
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig
 
 from attnsvm.composition.compose import check_override_keys, register_configs, to_run_config
 from attnsvm.config.checks import ConfigError
@@ -170,34 +169,6 @@ def record_lost_job(run, chash: str, out: Path, sweep_dir: Path, error: str, **e
     write_json({**job_record(run), "status": "failed", "error": error, **extra}, out / JOB)
     log.error("job %s failed: %s (recorded in %s)", chash, error, out / JOB)
     return out
-
-
-def lost_job_return(hydra_context, config, overrides, num: int, error: str, job_id=None, **extra):
-    """The Ray and Slurm launchers' JobReturn for a job that died outside Python, its failure
-    recorded (``record_lost_job``): value ``failed``, or ``finished`` when its results were
-    complete. ``job_id``: the scheduler's (default Hydra's ``<name>_<num>``)."""
-    sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
-    with open_dict(sweep_config.hydra.job):
-        sweep_config.hydra.job.num = num
-        sweep_config.hydra.job.id = job_id or f"{sweep_config.hydra.job.name}_{num}"
-    sweep_dir = Path(str(sweep_config.hydra.sweep.dir))
-    out = sweep_dir / str(sweep_config.hydra.sweep.subdir)
-    task_cfg = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
-    try:
-        run = to_run_config(task_cfg)
-        where = record_lost_job(run, config_hash(run), out, sweep_dir, error, **extra)
-    except ConfigError as exc:  # the task would have exited on it: the sweep stops
-        raise SystemExit(f"attnsvm: invalid config: {exc}") from None
-    ret = JobReturn(
-        overrides=list(overrides),
-        cfg=task_cfg,
-        hydra_cfg=sweep_config,
-        working_dir=str(where or out),
-        task_name=str(sweep_config.hydra.job.name),
-        status=JobStatus.COMPLETED,
-    )
-    ret.return_value = "failed" if where is not None else "finished"
-    return ret
 
 
 _SINGLE_RUN_DONE: list[str] = []  # a single run's status, once written: cli may end at once

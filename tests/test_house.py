@@ -462,8 +462,8 @@ def test_each_config_name_means_one_class(name):
 LAYERS = (
     ("entry points", ("attnsvm", "attnsvm.__main__", "attnsvm.run", "attnsvm.api", "attnsvm.job",
                       "attnsvm.workers", "attnsvm.interrupt", "attnsvm.lifeline", "attnsvm.bench",
-                      "attnsvm.query", "attnsvm.report", "attnsvm.publish", "attnsvm.aggregate",
-                      "attnsvm.reanalyse", "attnsvm.docgen")),
+                      "attnsvm.lost_jobs", "attnsvm.query", "attnsvm.report", "attnsvm.publish",
+                      "attnsvm.aggregate", "attnsvm.reanalyse", "attnsvm.docgen")),
     ("composition", ("attnsvm.composition", "attnsvm.cli_help")),
     ("experiments", ("attnsvm.experiments",)),
     ("svm", ("attnsvm.svm",)),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from attnsvm.results.plan import sweep_line
+from attnsvm.results.sweep_status import sweep_line
 from attnsvm.results.sweepdir import adhoc_name, adhoc_sweep_dir
 from bits import assert_frames_identical
 from cli_helpers import (
@@ -194,6 +194,15 @@ def test_a_sweep_dir_named_before_values_were_sorted_is_resumed(tmp_path):
     assert adhoc_sweep_dir(base, grid) == new
 
 
+def test_n_jobs_counts_workers_as_joblib_does():
+    from hydra_plugins.attnsvm_local import worker_count
+
+    assert worker_count(-1, jobs=40, cores=8) == 8 and worker_count(-2, jobs=40, cores=8) == 7
+    assert worker_count(3, jobs=40, cores=8) == 3 and worker_count(16, jobs=40, cores=8) == 16
+    assert worker_count(-1, jobs=2, cores=8) == 2  # never more than the jobs to run
+    assert worker_count(-8, jobs=40, cores=2) == 1 and worker_count(-1, jobs=0, cores=2) == 1
+
+
 def test_sweep_line_counts_every_status():
     line = sweep_line(["finished", "skipped", "failed", "interrupted", None, "finished"])
     assert line == "2 run, 1 skipped, 2 failed, 1 not started"
@@ -362,7 +371,8 @@ def test_sigterm_of_the_sweep_interrupts_its_jobs_and_aggregate_names_the_rest(t
 
 @pytest.mark.slow
 def test_rows_are_the_bits_of_the_joblib_launcher(tmp_path):
-    grid = ["dataset.d=3,4", "parameterization=w,kq", *SMALL, "hydra.launcher.n_jobs=2"]
+    # n_jobs=-1, both launchers' default: one worker per core
+    grid = ["dataset.d=3,4", "parameterization=w,kq", *SMALL, "hydra.launcher.n_jobs=-1"]
     for launcher in ("local", "joblib"):
         res = run_cli(
             *grid,

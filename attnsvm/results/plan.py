@@ -18,7 +18,13 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from attnsvm.hydra_internals import returned
-from attnsvm.results.store import find_finished, read_job, scan_jobs
+from attnsvm.results.store import find_finished, read_job
+from attnsvm.results.sweep_status import (
+    failed_count,
+    format_sweep_status,
+    statuses_since,
+    sweep_line,
+)
 
 RUN, RERUN, SKIP, INVALID = "run", "rerun", "skip", "invalid"
 
@@ -60,19 +66,6 @@ def refuse_invalid(jobs: list[PlannedJob]) -> None:
         raise SystemExit(f"attnsvm: invalid config: {where} (no job was started)")
 
 
-def format_sweep_status(sweep_dir: Path) -> str:
-    """One line of counts by job.json's status, then one line per job not finished."""
-    jobs: dict[str, list[tuple[Path, dict]]] = {}
-    for job_dir, job in scan_jobs(sweep_dir):
-        jobs.setdefault(job.get("status", "unknown"), []).append((job_dir, job))
-    counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(jobs.items()))
-    lines = [f"attnsvm sweep {sweep_dir}: {counts or 'no jobs'}"]
-    for status in sorted(set(jobs) - {"finished"}):
-        for job_dir, job in jobs[status]:
-            lines.append(f"  {status}: {job_dir}  {job.get('error', '')}".rstrip())
-    return "\n".join(lines)
-
-
 # this process's sweep: when it started, and its jobs' statuses as launchers report them
 _SWEEP: dict = {"started": 0.0, "statuses": []}
 
@@ -87,28 +80,9 @@ def job_status(job_return) -> str:
     return returned(job_return) if job_return.status == JobStatus.COMPLETED else "failed"
 
 
-def failed_count(statuses: Iterable[str | None]) -> int:
-    """Jobs neither finished, skipped nor never started: failed, interrupted, unknown."""
-    return sum(s not in ("finished", "skipped", None) for s in statuses)
-
-
-def sweep_line(statuses: Iterable[str | None]) -> str:
-    """``N run, M skipped, K failed, L not started``: failed counts interrupted jobs too."""
-    statuses = list(statuses)
-    run, skipped = statuses.count("finished"), statuses.count("skipped")
-    missing = statuses.count(None)
-    return f"{run} run, {skipped} skipped, {failed_count(statuses)} failed, {missing} not started"
-
-
 def print_summary(sweep_dir: Path) -> int:
     """The sweep's jobs by status, then ``sweep_line``; returns how many failed."""
-    statuses = list(_SWEEP["statuses"])
-    if not statuses:  # a launcher that reports nothing: jobs started since the sweep did by
-        for _, job in scan_jobs(sweep_dir):  # their status, finished earlier ones as skipped
-            if float(job.get("started") or 0) >= _SWEEP["started"]:
-                statuses.append(job.get("status", "unknown"))
-            elif job.get("status") == "finished":
-                statuses.append("skipped")
+    statuses = list(_SWEEP["statuses"]) or statuses_since(sweep_dir, _SWEEP["started"])
     print(format_sweep_status(sweep_dir), flush=True)
     print(f"attnsvm sweep: {sweep_line(statuses)}", flush=True)
     return failed_count(statuses)

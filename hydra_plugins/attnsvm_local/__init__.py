@@ -63,6 +63,12 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def worker_count(n_jobs: int, jobs: int, cores: int) -> int:
+    """``n_jobs`` (> 0), or ``cores`` + 1 + ``n_jobs`` (< 0: -1 one per core, -2 all but one),
+    never more than ``jobs`` and at least one."""
+    return max(1, min(n_jobs if n_jobs > 0 else cores + 1 + n_jobs, jobs))
+
+
 @dataclass
 class Job:
     overrides: list[str]
@@ -86,9 +92,9 @@ class LocalLauncher(Launcher):
         self._resize(usable_cores())
 
     def _resize(self, jobs: int) -> None:
-        """Workers for ``jobs`` jobs: ``n_jobs`` (> 0), or the cores + 1 + ``n_jobs`` (< 0);
-        none for no job. Extra idle workers end now."""
-        n = max(1, min(self.n_jobs if self.n_jobs > 0 else usable_cores() + 1 + self.n_jobs, jobs))
+        """Workers for ``jobs`` jobs (``worker_count``); none for no job. Extra idle workers
+        end now."""
+        n = worker_count(self.n_jobs, jobs, usable_cores())
         if not jobs:
             self.end_workers()
         elif self.pool is None:

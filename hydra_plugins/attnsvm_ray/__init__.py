@@ -235,7 +235,7 @@ class RayLauncher(Launcher):
         return ret
 
     def _record_lost(self, overrides: list[str], num: int, error: str, **extra) -> JobReturn:
-        from attnsvm.run import lost_job_return
+        from attnsvm.lost_jobs import lost_job_return
 
         assert self.hydra_context is not None and self.config is not None
         return lost_job_return(self.hydra_context, self.config, overrides, num, error, **extra)

@@ -173,7 +173,7 @@ if submitit_launcher is not None:
             return self._record_lost(overrides, num, job.job_id, state)
 
         def _record_lost(self, overrides: list[str], num: int, job_id: str, state: str):
-            from attnsvm.run import lost_job_return
+            from attnsvm.lost_jobs import lost_job_return
 
             assert self.hydra_context is not None and self.config is not None
             error = f"Slurm job {job_id} ended without a result: {state}"
