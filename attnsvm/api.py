@@ -61,6 +61,7 @@ def run_job(cfg: RunBase | list[str], out_dir: str | Path | None = None):
     """Run one job (all its seeds) and return its ``JobResult`` (.runs, .trajectory, .extra,
     .config_hash, .seconds). With ``out_dir``, also write runs.parquet, trajectory.parquet and
     job.json there exactly as the CLI does; a list of overrides is composed first."""
+    from attnsvm.composition.identity import config_hash
     from attnsvm.composition.resolve import resolve
     from attnsvm.config.input_checks import check_writable_dir
     from attnsvm.data.sets import preflight
@@ -73,7 +74,7 @@ def run_job(cfg: RunBase | list[str], out_dir: str | Path | None = None):
     preflight(cfg)  # as the CLI: a generator's wrong return fails before any work
     if out_dir is not None:
         check_writable_dir(out_dir, "out_dir")  # before training, not after
-    job = job_record(cfg) if out_dir is not None else None
+    job = job_record(cfg, config_hash(cfg)) if out_dir is not None else None
     result = run_pipeline(cfg)
     if out_dir is not None:
         write_result(Path(out_dir), job, result)

@@ -10,6 +10,7 @@ resolves the run, bounds the threads, and adds what every result carries
 
 from __future__ import annotations
 
+from attnsvm.composition.identity import config_hash
 from attnsvm.composition.resolve import resolve
 from attnsvm.experiments import entry
 from attnsvm.results.contract import JobResult, finish
@@ -18,7 +19,7 @@ from attnsvm.runtime import limit_threads
 
 def run_job(run, progress=None) -> JobResult:
     """Run ``run.experiment`` on all seeds of ``run``, under ``run.threads`` (torch and the
-    BLAS pools numpy/scipy use)."""
+    BLAS pools numpy/scipy use); its tables carry the job's identity, its config hash."""
     run = resolve(run)
     with limit_threads(run.threads):
-        return finish(run, entry(run.experiment).run_job(run, progress))
+        return finish(run, entry(run.experiment).run_job(run, progress), config_hash(run))

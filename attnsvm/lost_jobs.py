@@ -10,8 +10,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf, open_dict
 
 from attnsvm.composition.compose import to_run_config
+from attnsvm.composition.identity import config_hash
 from attnsvm.config.checks import ConfigError
-from attnsvm.results.store import config_hash
 from attnsvm.run import record_lost_job
 
 

@@ -92,6 +92,7 @@ def read_before(job_dir: Path, job: dict):
 def reanalyse_job(job_dir: Path, out: Path, changes: dict) -> str:
     """Re-analyse one finished job into ``out``; returns the line that says what happened.
     A job that cannot be re-analysed is skipped (``skipped ...``), never fails the others."""
+    from attnsvm.composition.identity import config_hash
     from attnsvm.experiments import entry
     from attnsvm.results.artifacts import ArtifactError, read_arrays
     from attnsvm.results.contract import finish
@@ -107,9 +108,10 @@ def reanalyse_job(job_dir: Path, out: Path, changes: dict) -> str:
         arrays = read_arrays(job_dir)
     except ArtifactError as exc:
         return f"skipped {exc}"
-    record = {**job_record(run), "reanalysed_from": str(job_dir.resolve())}
+    chash = config_hash(run)
+    record = {**job_record(run, chash), "reanalysed_from": str(job_dir.resolve())}
     with limit_threads(run.threads):
-        result = finish(run, module.reanalyse(run, arrays, read_before(job_dir, job)))
+        result = finish(run, module.reanalyse(run, arrays, read_before(job_dir, job)), chash)
     write_result(out, record, result)
     if (job_dir / ".hydra").is_dir():  # its overrides: where a report places the job
         shutil.copytree(job_dir / ".hydra", out / ".hydra", dirs_exist_ok=True)
@@ -119,6 +121,7 @@ def reanalyse_job(job_dir: Path, out: Path, changes: dict) -> str:
 def reanalyse(source: Path, overrides: list[str], out: Path) -> tuple[list[str], int]:
     """Every finished job below ``source`` re-analysed into the same place below ``out``;
     (one line per job, how many failed). A failure is recorded in its job.json."""
+    from attnsvm.composition.identity import config_hash
     from attnsvm.results.store import JOB, job_record, mark_finished, read_job, write_json
 
     changes = parse_overrides(overrides)
@@ -135,7 +138,7 @@ def reanalyse(source: Path, overrides: list[str], out: Path) -> tuple[list[str],
         except Exception as exc:  # one job's failure is recorded; the others go on
             failed += 1
             run = new_config(read_job(job_dir), changes)
-            record = {**job_record(run), "status": "failed", "error": repr(exc)}
+            record = {**job_record(run, config_hash(run)), "status": "failed", "error": repr(exc)}
             target.mkdir(parents=True, exist_ok=True)
             write_json({**record, "traceback": traceback.format_exc()}, target / JOB)
             lines.append(f"failed {job_dir}: {exc!r} (recorded in {target / JOB})")

@@ -26,6 +26,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from attnsvm.composition.compose import check_override_keys, register_configs, to_run_config
+from attnsvm.composition.identity import config_hash
 from attnsvm.config.checks import ConfigError
 from attnsvm.config.input_checks import check_group_options, check_output_dir_overrides
 from attnsvm.config.schema import CONF_MODULE
@@ -35,7 +36,6 @@ from attnsvm.progress import Progress
 from attnsvm.results.claim import claimed
 from attnsvm.results.store import (
     JOB,
-    config_hash,
     find_broken,
     find_finished,
     job_record,
@@ -166,7 +166,7 @@ def record_lost_job(run, chash: str, out: Path, sweep_dir: Path, error: str, **e
     ran = read_job(out)
     if ran is not None and ran.get("config_hash") == chash and ran.get("status") == "running":
         extra = {**extra, "node": ran.get("node") or extra.get("node")}
-    write_json({**job_record(run), "status": "failed", "error": error, **extra}, out / JOB)
+    write_json({**job_record(run, chash), "status": "failed", "error": error, **extra}, out / JOB)
     log.error("job %s failed: %s (recorded in %s)", chash, error, out / JOB)
     return out
 

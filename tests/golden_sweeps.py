@@ -62,7 +62,9 @@ def make_golden_sweep(name: str, sweep: Path) -> list[Path]:
     import sys
 
     import attnsvm
-    from attnsvm.results.store import config_hash, plain, write_json
+    from attnsvm.composition.identity import config_hash
+    from attnsvm.config.checks import plain
+    from attnsvm.results.store import write_json
 
     sys.path.insert(0, str(GOLDEN))
     import make

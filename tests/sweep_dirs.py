@@ -17,7 +17,8 @@ import yaml
 from attnsvm.api import run_job
 from attnsvm.composition import DatasetConfig, RunConfig
 from attnsvm.config import OptimizerConfig, ParameterizationConfig
-from attnsvm.results.store import JOB, plain, write_json
+from attnsvm.config.checks import plain
+from attnsvm.results.store import JOB, write_json
 
 FIXED = ["seeds=3", "optimizer.steps=60"]
 

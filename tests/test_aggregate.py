@@ -15,6 +15,7 @@ import pytest
 
 from attnsvm.composition import DatasetConfig, RunConfig
 from attnsvm.config import OptimizerConfig
+from attnsvm.config.checks import plain
 from attnsvm.job import run_job
 from attnsvm.results.aggregate import (
     AggregateError,
@@ -24,7 +25,7 @@ from attnsvm.results.aggregate import (
     newest_finished,
     summarize,
 )
-from attnsvm.results.store import JOB, RUNS, TRAJECTORY, plain, write_json, write_table
+from attnsvm.results.store import JOB, RUNS, TRAJECTORY, write_json, write_table
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import attnsvm
+from attnsvm.composition.identity import config_hash
 from attnsvm.results.artifacts import ARRAYS, ArtifactError, read_arrays, read_meta
-from attnsvm.results.store import config_hash, find_broken, is_finished, read_job
+from attnsvm.results.store import find_broken, is_finished, read_job
 
 SMALL = ["seeds=3", "optimizer.steps=100", "optimizer.checkpoint_every=20", "dataset.n=4"]
 

@@ -11,10 +11,10 @@ import pytest
 import attnsvm
 from attnsvm import metrics
 from attnsvm.composition import RunConfig
+from attnsvm.composition.identity import config_hash
 from attnsvm.config import ConfigError, MetricsConfig
 from attnsvm.experiments.gd.summary import summary_text
 from attnsvm.job import run_job
-from attnsvm.results.store import config_hash
 
 DELTA, EPS = 1e-3, 1e-2
 

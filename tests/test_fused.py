@@ -17,6 +17,7 @@ import torch
 
 import attnsvm.kernel as kernel
 from attnsvm.composition import DatasetConfig, Generator, RunConfig
+from attnsvm.composition.identity import config_hash
 from attnsvm.composition.resolve import resolve
 from attnsvm.config import (
     ConfigError,
@@ -32,7 +33,6 @@ from attnsvm.config import (
 )
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments.engine import train_engine
-from attnsvm.results.store import config_hash
 from attnsvm.train import fused
 from attnsvm.train.heads import LambdaHead, LinearHead, ReLUHead
 from attnsvm.train.loop import init_params, train

@@ -54,7 +54,7 @@ def test_every_case_has_tables_and_no_set_holds_a_stale_one():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_config_hashes_unchanged(name):
     import attnsvm
-    from attnsvm.results.store import config_hash
+    from attnsvm.composition.identity import config_hash
 
     case = CASES[name]
     full = [o for o in case["overrides"] if o not in make_short()]

@@ -474,22 +474,14 @@ LAYERS = (
                 "attnsvm.metrics", "attnsvm.figures", "attnsvm.hydra_internals",
                 "attnsvm.kernel", "attnsvm._version")),
 )  # fmt: skip
-_IDENTITY = (
-    "the job's identity, the hash of the resolved run (composition/identity.py: it "
-    "resolves and reads the registries), is written with the rows here; the resolved "
-    "run does not yet carry it down"
-)
 _READERS = (
     "results' readers build their tables from each experiment's declarations (axes, "
     "columns, README rows), so they sit above the experiments while results' writers "
     "sit below; the package is not split yet"
 )
 UPWARD_ALLOWED = {  # "importer -> imported": why it still runs up (the list only shrinks)
-    "attnsvm.experiments.gd.job -> attnsvm.composition.identity": _IDENTITY,
-    "attnsvm.results.store -> attnsvm.composition.identity": _IDENTITY,
-    "attnsvm.results.contract -> attnsvm.composition.identity": _IDENTITY,
     "attnsvm.results.contract -> attnsvm.experiments":
-        "a job's config columns carry its experiment's hash_legacy keys (" + _IDENTITY + ")",
+        "a job's config columns carry its experiment's hash_legacy keys",
     "attnsvm.results.contract -> attnsvm.experiments.engine":
         "a job's train_engine column is the engine its experiment's job trains on",
     "attnsvm.results.aggregate -> attnsvm.experiments": _READERS,

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from attnsvm.composition import DatasetConfig, Generator, RunConfig
+from attnsvm.composition.identity import config_hash
 from attnsvm.composition.resolve import resolve
 from attnsvm.config import (
     ConfigError,
@@ -26,7 +27,6 @@ from attnsvm.config import (
 from attnsvm.data.generators import make_instances
 from attnsvm.experiments.engine import train_engine
 from attnsvm.job import run_job
-from attnsvm.results.store import config_hash
 from attnsvm.svm.solve import w_mm_relaxed
 from attnsvm.train.heads import LinearHead
 from attnsvm.train.loop import Params, _loss_and_grads, grad_v

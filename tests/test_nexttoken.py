@@ -16,12 +16,12 @@ import torch
 
 import attnsvm
 from attnsvm.composition import DatasetConfig
+from attnsvm.composition.identity import config_hash
 from attnsvm.config import ConfigError
 from attnsvm.data import token_graph as tg
 from attnsvm.data.nexttoken import make_nexttoken
 from attnsvm.experiments.nexttoken import job as nexttoken
 from attnsvm.experiments.nexttoken.train import problem, train
-from attnsvm.results.store import config_hash
 from attnsvm.svm import graph as gs
 
 NT = ["experiment=nexttoken", "dataset=nexttoken"]

@@ -25,7 +25,7 @@ def test_default_norms_keep_the_job_hash():
     a = attnsvm.compose(["seeds=2"])
     b = attnsvm.compose(["seeds=2", "solver.norms=[fro,nuc]"])
     c = attnsvm.compose(["seeds=2", "solver.norms=[fro]"])
-    from attnsvm.results.store import config_hash
+    from attnsvm.composition.identity import config_hash
 
     assert config_hash(a) == config_hash(b) != config_hash(c)
 

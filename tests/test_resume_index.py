@@ -72,8 +72,8 @@ def test_keys_added_later_leave_earlier_hashes_unchanged():
     """dataset.path/sha256/target/kwargs at their defaults stay out of the hash: these are the
     hashes the code before them gave (sweeps written then are still found on resume)."""
     from attnsvm.composition import RunConfig
+    from attnsvm.composition.identity import config_hash
     from attnsvm.config import ParameterizationConfig
-    from attnsvm.results.store import config_hash
 
     assert config_hash(RunConfig(engine="torch")) == "17345ad0b5095551"  # any build or none
     kq = RunConfig(engine="torch", parameterization=ParameterizationConfig(kind="kq"))

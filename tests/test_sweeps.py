@@ -13,8 +13,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 import attnsvm
 from attnsvm.composition import Generator, RunConfig
+from attnsvm.composition.identity import config_hash
 from attnsvm.config import Init, Parameterization
-from attnsvm.results.store import config_hash
 from attnsvm.run import register_configs
 
 REPO = Path(__file__).resolve().parents[1]

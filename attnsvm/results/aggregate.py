@@ -27,14 +27,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnsvm.config.checks import ConfigError
+from attnsvm.config.checks import ConfigError, flatten
 from attnsvm.config.input_checks import check_writable_dir
 from attnsvm.results import columns as declaration
 from attnsvm.results import store as results
 from attnsvm.results.artifacts import job_arrays
 from attnsvm.results.columns import DEFAULT, Columns, columns_of, header, shown
 from attnsvm.results.integrity import verified
-from attnsvm.results.store import JOB, RUNS, TRAJECTORY, flatten
+from attnsvm.results.store import JOB, RUNS, TRAJECTORY
 
 # short names the pipeline writes next to the dotted config keys they duplicate
 SHORT_KEYS = {

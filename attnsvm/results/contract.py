@@ -1,8 +1,10 @@
 """What every experiment's ``run_job`` returns, and the columns the core adds to its rows.
 
 The shared part of a job (the identity, the config columns, the timing) is here once; an
-experiment computes its own rows and trajectories and leaves ``config_hash`` empty, or fills
-it with ``config_columns`` as the built-ins do.
+experiment computes its own rows and trajectories and adds ``config_columns`` itself (as the
+built-ins do, in their order) or leaves them to the core. The job's identity, its config hash,
+is the core's: ``finish`` writes it (attnsvm/job.py computes it from the resolved run), into
+the ``config_hash`` column where ``job_columns`` placed it, else after the config columns.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from attnsvm.composition.identity import config_hash, flatten, plain
+from attnsvm.config.checks import flatten, plain
 from attnsvm.config.constraints import plain_read
 from attnsvm.experiments.engine import train_engine
 from attnsvm.results.artifacts import ARTIFACT_KEYS
@@ -22,7 +24,7 @@ from attnsvm.results.stack import with_constants
 class JobResult:
     runs: pd.DataFrame
     trajectory: pd.DataFrame
-    config_hash: str
+    config_hash: str  # the core's (``finish``): an experiment returns it empty
     seconds: float
     extra: dict[str, pd.DataFrame] = field(default_factory=dict)  # file name -> table
     arrays: dict = field(default_factory=dict)  # arrays.npz's arrays (attnsvm/results/artifacts.py)
@@ -91,16 +93,24 @@ def group_columns(cfg, group: str) -> dict:
     return {f"{group}.{k}": _cell(v) for k, v in flatten(plain_read(cfg)).items()}
 
 
-def finish(run, result: JobResult) -> JobResult:
-    """A result whose experiment left the identity to the core: the config hash and the config
-    columns added to its tables (the built-ins add them themselves, in their order)."""
-    if result.config_hash:
-        return result
-    chash = config_hash(run)
-    cols = {**config_columns(run), "config_hash": chash}
-    runs = with_constants(result.runs, {k: v for k, v in cols.items() if k not in result.runs})
+def job_columns(cfg) -> dict:
+    """``config_columns`` and the ``config_hash`` column, empty until ``finish`` fills it: an
+    experiment that orders its own columns places the identity with them."""
+    return {**config_columns(cfg), "config_hash": ""}
+
+
+def finish(run, result: JobResult, chash: str) -> JobResult:
+    """The result with its identity ``chash`` (the hash of the resolved ``run``) in every table
+    that has a ``config_hash`` column, and in runs and trajectory after their columns where the
+    experiment left it (and the config columns) to the core."""
+    cols = {k: v for k, v in config_columns(run).items() if k not in result.runs}
+    runs = with_constants(result.runs, {**cols, "config_hash": chash})
     trajectory = result.trajectory.assign(config_hash=chash)
-    return JobResult(runs, trajectory, chash, result.seconds, result.extra, result.arrays)
+    extra = {
+        name: table.assign(config_hash=chash) if "config_hash" in table else table
+        for name, table in result.extra.items()
+    }
+    return JobResult(runs, trajectory, chash, result.seconds, extra, result.arrays)
 
 
 def not_ok_lines(runs) -> list[str]:

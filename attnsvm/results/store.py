@@ -25,11 +25,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnsvm.composition.identity import (  # noqa: F401  (re-exported: the contract's identity)
-    config_hash,
-    flatten,
-    plain,
-)
 from attnsvm.config.constraints import plain_read
 from attnsvm.results.integrity import verify_files
 
@@ -186,14 +181,14 @@ def remove_stale_temps(job_dir: Path) -> list[Path]:
     return stale
 
 
-def job_record(cfg, chash: str | None = None) -> dict:
-    """job.json's identity part: config hash (``chash`` when the caller has it), resolved
+def job_record(cfg, chash: str) -> dict:
+    """job.json's identity part: config hash ``chash`` (composition/identity.py), resolved
     config, package versions, start time, and the node it runs on ($ATTNSVM_NODE, which the Ray
     launcher sets; else the host name)."""
     from attnsvm.results.versions import versions
 
     return {
-        "config_hash": chash or config_hash(cfg),
+        "config_hash": chash,
         "config": plain_read(cfg),  # the keys that acted
         "versions": versions(),
         "started": time.time(),

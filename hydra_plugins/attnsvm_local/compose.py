@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf, ValueNode, open_dict
 
 from attnsvm.composition.compose import run_config_from_plain
 from attnsvm.composition.compose_memo import split
+from attnsvm.composition.identity import config_hash
 from attnsvm.config.checks import ConfigError
 from attnsvm.hydra_internals import (
     apply_overrides,
@@ -34,7 +35,7 @@ from attnsvm.hydra_internals import (
     set_raw_value,
 )
 from attnsvm.results.plan import INVALID, PlannedJob, plan_job
-from attnsvm.results.store import config_hash, finished_index
+from attnsvm.results.store import finished_index
 
 JOB_NUM = "${hydra.job.num}"  # the default subdir: the job directory is the job number
 

@@ -17,7 +17,6 @@ import pandas as pd
 import torch
 
 from attnsvm import metrics
-from attnsvm.composition.identity import config_hash
 from attnsvm.config.enums import Init, Optimizer, Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data import sets
@@ -26,7 +25,7 @@ from attnsvm.experiments import data_set_hook
 from attnsvm.experiments.engine import train_engine
 from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
-from attnsvm.results.contract import JobResult, config_columns
+from attnsvm.results.contract import JobResult, job_columns
 from attnsvm.results.stack import stack, with_constants
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm
@@ -354,15 +353,14 @@ def run_job(cfg: RunBase, progress=None) -> JobResult:
 def job_result(cfg: RunBase, rows, trajs, extra: dict, t0: float, arrays: dict) -> JobResult:
     """The job's tables from its seeds' rows, trajectories and extra frames, with the config
     columns; ``t0``: when the job started (perf_counter)."""
-    chash = config_hash(cfg)
-    cols = {**config_columns(cfg), "config_hash": chash}
+    cols = job_columns(cfg)
     runs = with_constants(pd.DataFrame(rows), cols)
     trajectory = stack(trajs, empty={"seed": [], "step": []})  # one frame, not one per seed
     trajectory = with_constants(
         trajectory, {k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
     extra = {
-        name: pd.concat(frames, ignore_index=True).assign(config_hash=chash)
+        name: pd.concat(frames, ignore_index=True).assign(config_hash=cols["config_hash"])
         for name, frames in extra.items()
-    }
-    return JobResult(runs, trajectory, chash, time.perf_counter() - t0, extra, arrays)
+    }  # the core fills in the identity (results/contract.py: finish)
+    return JobResult(runs, trajectory, "", time.perf_counter() - t0, extra, arrays)

@@ -51,10 +51,7 @@ def reanalyse(cfg, arrays: dict, before: JobResult) -> JobResult:
     new_arrays["meta"] = meta(**{**read_meta(arrays), "reanalysed": True})
     result = job_result(cfg, rows, trajs if kept else [], extra if kept else {}, t0, new_arrays)
     if not kept:  # the training run's curves and pictures: no W per checkpoint to redo them
-        result.trajectory = before.trajectory.assign(config_hash=result.config_hash)
-        result.extra = {
-            k: t.assign(config_hash=result.config_hash) for k, t in before.extra.items()
-        }
+        result.trajectory, result.extra = before.trajectory, before.extra  # new hash: finish
     return result
 
 

@@ -37,7 +37,6 @@ from attnsvm.config.schema import RunBase, SolverConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.experiments.engine import train_engine
 from attnsvm.results.stack import with_constants
-from attnsvm.results.store import config_hash
 from attnsvm.svm import cvx
 from attnsvm.svm import solve as svm
 from attnsvm.train.divergence import divergence
@@ -270,7 +269,7 @@ def run_job(cfg: RunBase, progress=None):
     ``batch_size`` seeds until that many are accepted (search.py: the rows are then exactly
     the seeds from ``seed`` up to the target-th accepted one, whatever the batch size), or
     until the search ends for a stated reason (its ``search_end`` column)."""
-    from attnsvm.results.contract import JobResult, config_columns
+    from attnsvm.results.contract import JobResult, job_columns
 
     t0 = time.perf_counter()
     target = cfg.multitoken.target_accepted
@@ -285,8 +284,7 @@ def run_job(cfg: RunBase, progress=None):
     else:
         rows, curves, search_end = search(cfg, run_batch, progress)
     kept = {row["seed"] for row in rows}
-    chash = config_hash(cfg)
-    cols = {**config_columns(cfg), "config_hash": chash}
+    cols = job_columns(cfg)  # its config_hash filled in by the core
     search_cols = {} if search_end is None else {"search_end": search_end}
     runs = with_constants(pd.DataFrame(rows), {**cols, "seeds_tried": len(rows), **search_cols})
     trajectory = pd.concat(curves or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
@@ -294,4 +292,4 @@ def run_job(cfg: RunBase, progress=None):
     trajectory = trajectory.assign(
         **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
-    return JobResult(runs, trajectory, chash, time.perf_counter() - t0)
+    return JobResult(runs, trajectory, "", time.perf_counter() - t0)

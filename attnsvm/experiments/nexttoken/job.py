@@ -28,13 +28,13 @@ import time
 import numpy as np
 import pandas as pd
 
+from attnsvm.config.checks import flatten, plain
 from attnsvm.config.enums import Parameterization
 from attnsvm.config.schema import RunBase
 from attnsvm.data import token_graph as tg
 from attnsvm.data.nexttoken import make_nexttoken
 from attnsvm.metrics import corr
 from attnsvm.results.stack import with_constants
-from attnsvm.results.store import config_hash, flatten, plain
 from attnsvm.svm import graph as gs
 from attnsvm.train.divergence import divergence
 
@@ -177,7 +177,7 @@ def run_batch(cfg: RunBase, inst, idx: np.ndarray):
 
 def run_job(cfg: RunBase, progress=None):
     """All seeds of one job, trained in batches of ``batch_size``."""
-    from attnsvm.results.contract import JobResult, config_columns
+    from attnsvm.results.contract import JobResult, job_columns
 
     t0 = time.perf_counter()
     inst, missing = make_nexttoken(cfg.dataset, cfg.seed_list)
@@ -189,11 +189,11 @@ def run_job(cfg: RunBase, progress=None):
         rows, curves = rows + r, curves + c
         if progress is not None:
             progress(len(rows), cfg.seeds)
-    chash = config_hash(cfg)
     own = flatten({"nexttoken": plain(cfg.nexttoken)})  # at its defaults config_columns omits it
-    cols = {**config_columns(cfg), **own, "config_hash": chash}
+    cols = {**job_columns(cfg), **own}  # its config_hash filled in by the core
+    cols["config_hash"] = cols.pop("config_hash")  # after its own columns
     runs = with_constants(pd.DataFrame(rows).sort_values("seed", ignore_index=True), cols)
     trajectory = pd.concat(curves or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
     keep = ("n", "T", "d", "dataset.K", "parameterization", "nexttoken.loss", "dataset.graphs")
-    trajectory = with_constants(trajectory, {**{k: cols[k] for k in keep}, "config_hash": chash})
-    return JobResult(runs, trajectory, chash, time.perf_counter() - t0)
+    trajectory = with_constants(trajectory, {k: cols[k] for k in (*keep, "config_hash")})
+    return JobResult(runs, trajectory, "", time.perf_counter() - t0)

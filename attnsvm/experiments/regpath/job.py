@@ -30,7 +30,6 @@ from attnsvm.config.schema import RunBase
 from attnsvm.data.generators import accepted_seeds, make_instances
 from attnsvm.kernel.batchops import matmul
 from attnsvm.results.stack import with_constants
-from attnsvm.results.store import config_hash
 from attnsvm.svm.masked import w_mm_masked
 from attnsvm.train.divergence import divergence
 from attnsvm.train.heads import make_head
@@ -346,14 +345,13 @@ def run_job(cfg: RunBase, progress=None):
 
 def _job_result(cfg: RunBase, rows: list[dict], trajs: list, n_seeds: int, t0: float):
     """The JobResult of the rows, with the config's columns and the time per seed."""
-    from attnsvm.results.contract import JobResult, config_columns
+    from attnsvm.results.contract import JobResult, job_columns
 
-    chash = config_hash(cfg)
-    cols = {**config_columns(cfg), "config_hash": chash}
+    cols = job_columns(cfg)  # its config_hash filled in by the core
     runs = with_constants(
         pd.DataFrame(rows), {**cols, "seconds": (time.perf_counter() - t0) / n_seeds}
     )
     trajectory = pd.concat(trajs, ignore_index=True).assign(
         **{k: cols[k] for k in ("n", "T", "d", "parameterization", "head", "config_hash")}
     )
-    return JobResult(runs, trajectory, chash, time.perf_counter() - t0)
+    return JobResult(runs, trajectory, "", time.perf_counter() - t0)
