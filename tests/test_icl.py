@@ -120,7 +120,9 @@ def test_population_gradient_training_reaches_the_limit_exactly():
 
 
 def test_seeds_are_a_batch_dimension():
+    # the job's PGD baseline is fitted once for all its seeds (on fit_prompts prompts): small here
     keys = dict(steps=20, batch=64, test_prompts=200, checkpoint_every=10, noise=0.5)
+    keys["fit_prompts"] = 400
     for parameterization in ("merged", "structured", "full"):
         many = job(seed=0, seeds=4, parameterization=parameterization, layers=2, **keys)
         one = job(seed=2, seeds=1, parameterization=parameterization, layers=2, **keys)
