@@ -13,6 +13,7 @@ from __future__ import annotations
 from attnsvm.composition.identity import config_hash
 from attnsvm.composition.resolve import resolve
 from attnsvm.experiments import entry
+from attnsvm.experiments.config_columns import config_columns
 from attnsvm.results.contract import JobResult, finish
 from attnsvm.runtime import limit_threads
 
@@ -22,4 +23,5 @@ def run_job(run, progress=None) -> JobResult:
     BLAS pools numpy/scipy use); its tables carry the job's identity, its config hash."""
     run = resolve(run)
     with limit_threads(run.threads):
-        return finish(run, entry(run.experiment).run_job(run, progress), config_hash(run))
+        result = entry(run.experiment).run_job(run, progress)
+        return finish(result, config_hash(run), config_columns(run))

@@ -94,6 +94,7 @@ def reanalyse_job(job_dir: Path, out: Path, changes: dict) -> str:
     A job that cannot be re-analysed is skipped (``skipped ...``), never fails the others."""
     from attnsvm.composition.identity import config_hash
     from attnsvm.experiments import entry
+    from attnsvm.experiments.config_columns import config_columns
     from attnsvm.results.artifacts import ArtifactError, read_arrays
     from attnsvm.results.contract import finish
     from attnsvm.results.store import job_record, read_job, write_result
@@ -111,7 +112,8 @@ def reanalyse_job(job_dir: Path, out: Path, changes: dict) -> str:
     chash = config_hash(run)
     record = {**job_record(run, chash), "reanalysed_from": str(job_dir.resolve())}
     with limit_threads(run.threads):
-        result = finish(run, module.reanalyse(run, arrays, read_before(job_dir, job)), chash)
+        result = module.reanalyse(run, arrays, read_before(job_dir, job))
+        result = finish(result, chash, config_columns(run))
     write_result(out, record, result)
     if (job_dir / ".hydra").is_dir():  # its overrides: where a report places the job
         shutil.copytree(job_dir / ".hydra", out / ".hydra", dirs_exist_ok=True)

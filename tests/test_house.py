@@ -480,10 +480,6 @@ _READERS = (
     "sit below; the package is not split yet"
 )
 UPWARD_ALLOWED = {  # "importer -> imported": why it still runs up (the list only shrinks)
-    "attnsvm.results.contract -> attnsvm.experiments":
-        "a job's config columns carry its experiment's hash_legacy keys",
-    "attnsvm.results.contract -> attnsvm.experiments.engine":
-        "a job's train_engine column is the engine its experiment's job trains on",
     "attnsvm.results.aggregate -> attnsvm.experiments": _READERS,
     "attnsvm.results.readme -> attnsvm.experiments": _READERS,
 }  # fmt: skip

@@ -64,7 +64,7 @@ def migrate_job(sweep_dir: Path, job_dir: Path) -> bool:
     """Carry one finished job over (module doc); False where it is not an old job of ours."""
     import pandas as pd
 
-    from attnsvm.results.contract import config_columns
+    from attnsvm.experiments.config_columns import config_columns
 
     job = read_job(job_dir)
     if job is None or job.get("status") != "finished" or "config" not in job:

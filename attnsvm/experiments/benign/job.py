@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from attnsvm.experiments.config_columns import group_columns
 from attnsvm.progress import reporter
-from attnsvm.results.contract import group_columns
 from attnsvm.results.stack import with_constants
 
 from . import data

@@ -22,10 +22,11 @@ from attnsvm.config.schema import RunBase
 from attnsvm.data import sets
 from attnsvm.data.generators import Instances, accepted_seeds, make_instances
 from attnsvm.experiments import data_set_hook
+from attnsvm.experiments.config_columns import job_columns
 from attnsvm.experiments.engine import train_engine
 from attnsvm.parallel import shares_of, spread, worth_forking
 from attnsvm.progress import Progress, reporter
-from attnsvm.results.contract import JobResult, job_columns
+from attnsvm.results.contract import JobResult
 from attnsvm.results.stack import stack, with_constants
 from attnsvm.svm import norms
 from attnsvm.svm import solve as svm

@@ -16,8 +16,9 @@ import time
 import numpy as np
 import pandas as pd
 
+from attnsvm.experiments.config_columns import config_columns
 from attnsvm.results.artifacts import meta, read_meta
-from attnsvm.results.contract import JobResult, config_columns
+from attnsvm.results.contract import JobResult
 
 from .artifacts import (
     SVM_PREFIXES,

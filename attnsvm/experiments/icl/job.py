@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnsvm.results.contract import JobResult, group_columns
+from attnsvm.experiments.config_columns import group_columns
+from attnsvm.results.contract import JobResult
 
 from . import baselines, data, limits
 from .config import Config, Parameterization

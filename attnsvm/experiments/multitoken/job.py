@@ -269,7 +269,8 @@ def run_job(cfg: RunBase, progress=None):
     ``batch_size`` seeds until that many are accepted (search.py: the rows are then exactly
     the seeds from ``seed`` up to the target-th accepted one, whatever the batch size), or
     until the search ends for a stated reason (its ``search_end`` column)."""
-    from attnsvm.results.contract import JobResult, job_columns
+    from attnsvm.experiments.config_columns import job_columns
+    from attnsvm.results.contract import JobResult
 
     t0 = time.perf_counter()
     target = cfg.multitoken.target_accepted

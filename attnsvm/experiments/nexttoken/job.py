@@ -177,7 +177,8 @@ def run_batch(cfg: RunBase, inst, idx: np.ndarray):
 
 def run_job(cfg: RunBase, progress=None):
     """All seeds of one job, trained in batches of ``batch_size``."""
-    from attnsvm.results.contract import JobResult, job_columns
+    from attnsvm.experiments.config_columns import job_columns
+    from attnsvm.results.contract import JobResult
 
     t0 = time.perf_counter()
     inst, missing = make_nexttoken(cfg.dataset, cfg.seed_list)

@@ -17,7 +17,8 @@ import torch
 from attnsvm import metrics
 from attnsvm.data.dataset_config import DatasetConfig
 from attnsvm.data.generators import accepted_seeds, make_instances
-from attnsvm.results.contract import JobResult, group_columns
+from attnsvm.experiments.config_columns import group_columns
+from attnsvm.results.contract import JobResult
 from attnsvm.results.stack import with_constants
 from attnsvm.svm import norms
 from attnsvm.svm.status import seed_status

@@ -345,7 +345,8 @@ def run_job(cfg: RunBase, progress=None):
 
 def _job_result(cfg: RunBase, rows: list[dict], trajs: list, n_seeds: int, t0: float):
     """The JobResult of the rows, with the config's columns and the time per seed."""
-    from attnsvm.results.contract import JobResult, job_columns
+    from attnsvm.experiments.config_columns import job_columns
+    from attnsvm.results.contract import JobResult
 
     cols = job_columns(cfg)  # its config_hash filled in by the core
     runs = with_constants(
