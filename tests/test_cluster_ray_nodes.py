@@ -156,6 +156,7 @@ def test_a_sweep_over_two_nodes_survives_losing_one_node(tmp_path, cluster):
     assert {j["dir"]: (j["dir"] / "runs.parquet").read_bytes() for j in finished} == kept_bytes
     assert all(j["node"].endswith(kept.node_id) for j in after if j["config_hash"] == running)
 
-    local = run_cli(*SWEEP, f"hydra.sweep.dir={tmp_path / 'local'}", multirun=True)
+    local_dir = f"hydra.sweep.dir={tmp_path / 'local'}"  # two workers: the draws' sleeps overlap
+    local = run_cli(*SWEEP, "hydra.launcher.n_jobs=2", local_dir, multirun=True)
     assert local.returncode == 0, local.stdout
     assert_same_tables(sweep_dir, tmp_path / "local")
