@@ -57,11 +57,21 @@ def _runnable() -> list[str]:
     return [name for name, (needs, _) in COMBINATIONS.items() if needs <= flags]
 
 
-def _run(env_name: str, *args: str) -> subprocess.CompletedProcess:
-    env = cli_env(**COMBINATIONS[env_name][1])
-    return subprocess.run(
-        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
-    )
+def _run_all(names: list[str], tmp: Path, *args: str) -> dict[str, tuple[int, str, str]]:
+    """name -> (exit code, stdout, stderr) of ``python *args`` ("{name}" replaced) under each
+    combination in ``names``, all side by side: while one waits for a core the others use it."""
+    procs = {}
+    for name in names:
+        out, err = tmp / f"{name}.out", tmp / f"{name}.err"
+        with open(out, "w") as o, open(err, "w") as e:  # files: no process waits on a pipe
+            command = [sys.executable, *(a.replace("{name}", name) for a in args)]
+            env = cli_env(**COMBINATIONS[name][1])
+            procs[name] = subprocess.Popen(command, cwd=REPO, env=env, stdout=o, stderr=e)
+    return {
+        name: (proc.wait(timeout=900), (tmp / f"{name}.out").read_text(),
+               (tmp / f"{name}.err").read_text())
+        for name, proc in procs.items()
+    }  # fmt: skip
 
 
 # each experiment's "a seed alone and in a batch" test: icl's failed at the AVX2 and AVX-512
@@ -76,16 +86,24 @@ def test_this_machine_runs_at_least_the_baseline_combination():
     assert "baseline" in _runnable()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("combination", _runnable())
-def test_determinism_holds_under_every_kernel_level(combination):
-    res = _run(  # in one process (-n 0): xdist workers would only add their start-ups
-        combination, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+@pytest.fixture(scope="module")
+def determinism_runs(tmp_path_factory) -> dict[str, tuple[int, str, str]]:
+    """The determinism tests under every combination (one process each, -n 0: xdist workers
+    would only add their start-ups)."""
+    return _run_all(
+        _runnable(), tmp_path_factory.mktemp("levels"), "-m", "pytest", "-q",
+        "-p", "no:cacheprovider", "-n", "0",
         "tests/test_determinism.py", "tests/test_train.py", "tests/test_fused.py",
         *EXPERIMENTS_BATCH_TESTS, "-k", "batch or alone or threads or build",
     )  # fmt: skip
-    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
-    assert " passed" in res.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("combination", _runnable())
+def test_determinism_holds_under_every_kernel_level(combination, determinism_runs):
+    code, out, err = determinism_runs[combination]
+    assert code == 0, out[-6000:] + err[-2000:]
+    assert " passed" in out
 
 
 JOB = """
@@ -109,10 +127,10 @@ print(mkl_cnr_mode())
 @pytest.mark.slow
 def test_rows_agree_across_kernel_levels(tmp_path):
     tables = {}
-    for name in _runnable():
-        res = _run(name, "-c", JOB, str(tmp_path / f"{name}.parquet"))
-        assert res.returncode == 0, res.stderr[-3000:]
-        assert res.stdout.split()[-1] in ("strict", "no mkl"), "MKL ran without strict CNR"
+    runs = _run_all(_runnable(), tmp_path, "-c", JOB, str(tmp_path / "{name}.parquet"))
+    for name, (code, out, err) in runs.items():
+        assert code == 0, err[-3000:]
+        assert out.split()[-1] in ("strict", "no mkl"), "MKL ran without strict CNR"
         tables[name] = pd.read_parquet(tmp_path / f"{name}.parquet")
     ref_name, ref = next(iter(tables.items()))
     numeric = [c for c in ("corr_fro", "corr_nuc", "corr_fro_opt", "corr_nuc_opt") if c in ref]

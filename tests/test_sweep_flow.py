@@ -211,6 +211,7 @@ def test_sweep_line_counts_every_status():
 @pytest.mark.slow
 def test_same_adhoc_command_twice_computes_nothing(tmp_path, hook):
     grid = ["dataset.d=2,4,8", "parameterization=w,kq", "seeds=3", "hydra.launcher.n_jobs=1"]
+    grid += ["optimizer.steps=100"]  # short jobs: none is timed
     pids, calls = Path(hook["ATTNSVM_TEST_PIDS"]), tmp_path / "calls"
     composed = tmp_path / "composed"
     env = {**hook, "ATTNSVM_TEST_CALLS": str(calls), "ATTNSVM_TEST_COMPOSE": str(composed)}
@@ -235,7 +236,8 @@ def test_same_adhoc_command_twice_computes_nothing(tmp_path, hook):
     assert not calls.exists(), f"an all-finished sweep computed jobs: {calls.read_text()}"
     assert {p: p.read_bytes() for p in tmp_path.rglob("job.json")} == jobs
     (sweep_dir,) = (tmp_path / "outputs" / "sweeps" / "adhoc").iterdir()
-    assert sweep_dir.name.startswith("dataset.d=2,4,8_parameterization=kq,w_seeds=3-")
+    name = "dataset.d=2,4,8_optimizer.steps=100_parameterization=kq,w_seeds=3-"
+    assert sweep_dir.name.startswith(name), sweep_dir.name
     assert len(job_dirs(sweep_dir)) == 6
 
 

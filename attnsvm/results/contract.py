@@ -1,6 +1,6 @@
 """What every experiment's ``run_job`` returns, and what the core adds to its tables.
 
-The shared part of a job (the identity, the config columns, the timing) is here once; an
+The shared part of a job (the identity, the config columns, the timing) is written here once; an
 experiment computes its own rows and trajectories and adds its config columns itself (as the
 built-ins do, in their order: attnsvm/experiments/config_columns.py) or leaves them to the
 core. The job's identity, its config hash, is the core's: ``finish`` writes it (attnsvm/job.py
