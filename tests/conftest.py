@@ -79,7 +79,10 @@ def xdist_group_of(nodeid: str) -> str:
 
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` (pyproject's addopts): one worker per core this process may use, at most 8
-    (the cluster group's ten minutes are serial, so more would wait for it)."""
+    (the cluster group's minutes are serial, so more would wait for it). Not more workers than
+    cores: the Ray tests' daemons then starve and the whole suite takes longer, though the
+    cluster group leaves part of a core idle while it waits (tests that can use it start
+    their processes side by side: the dry runs, the kernel levels)."""
     return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 

@@ -30,14 +30,14 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.system("Slurm a
 
 SCRIPT = REPO / ".ci" / "slurm-cluster.sh"
 STATE = Path(os.environ.get("ATTNSVM_SLURM_DIR", "/var/tmp/attnsvm-slurm"))
-# four jobs that each last ~8 s after their ~6 s of start-up: long enough to be cancelled and
-# killed mid-way, with more than Slurm's KillWait (5 s) left once job.json says running. The
-# draw sleeps (tests/crash_example.py; the numbers are the published draw's): a job's length
-# costs no CPU that the suite's other tests could use
+# four jobs that each last ~10 s after their ~6 s of start-up: the draw sleeps 5 s, once when
+# the job checks its data set (before job.json says running) and once when it draws them
+# (tests/crash_example.py; the numbers are the published draw's). Long enough to be cancelled
+# and killed mid-way, and the length costs no CPU that the suite's other tests could use
 SWEEP = [
     "dataset=callable",
     "dataset.target=crash_example.make",
-    "+dataset.kwargs.sleep_s=8",
+    "+dataset.kwargs.sleep_s=5",
     "dataset.d=3,4",
     "parameterization=w,kq",
     "seeds=6",
