@@ -74,7 +74,8 @@ def group_columns(cfg, group: str) -> dict:
     return {f"{group}.{k}": _cell(v) for k, v in flatten(plain_read(cfg)).items()}
 
 
-def job_columns(cfg) -> dict:
-    """``config_columns`` and the ``config_hash`` column, empty until ``finish`` fills it: an
-    experiment that orders its own columns places the identity with them."""
-    return {**config_columns(cfg), "config_hash": ""}
+def job_columns(cfg, own: dict | None = None) -> dict:
+    """``config_columns``, then ``own`` (an experiment's further columns), then the
+    ``config_hash`` column, empty until ``finish`` fills it: an experiment that orders its own
+    columns places the identity with them."""
+    return {**config_columns(cfg), **(own or {}), "config_hash": ""}

@@ -191,8 +191,7 @@ def run_job(cfg: RunBase, progress=None):
         if progress is not None:
             progress(len(rows), cfg.seeds)
     own = flatten({"nexttoken": plain(cfg.nexttoken)})  # at its defaults config_columns omits it
-    cols = {**job_columns(cfg), **own}  # its config_hash filled in by the core
-    cols["config_hash"] = cols.pop("config_hash")  # after its own columns
+    cols = job_columns(cfg, own)  # its config_hash filled in by the core
     runs = with_constants(pd.DataFrame(rows).sort_values("seed", ignore_index=True), cols)
     trajectory = pd.concat(curves or [pd.DataFrame({"seed": [], "step": []})], ignore_index=True)
     keep = ("n", "T", "d", "dataset.K", "parameterization", "nexttoken.loss", "dataset.graphs")
