@@ -1,6 +1,6 @@
 """What the Ray and Slurm launchers share: the JobReturn of a job that died outside Python
 (a lost node, a cancelled task), its failure recorded as the local launcher records one
-(``attnsvm.run.record_lost_job``)."""
+(``results.job_dir.record_lost_job``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from omegaconf import OmegaConf, open_dict
 from attnsvm.composition.compose import to_run_config
 from attnsvm.composition.identity import config_hash
 from attnsvm.config.checks import ConfigError
-from attnsvm.run import record_lost_job
+from attnsvm.results.job_dir import record_lost_job
 
 
 def lost_job_return(hydra_context, config, overrides, num: int, error: str, job_id=None, **extra):

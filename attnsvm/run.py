@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import shutil
 import sys
 import traceback
 from importlib import resources
@@ -34,13 +32,13 @@ from attnsvm.data.sets import preflight
 from attnsvm.interrupt import JobInterrupted, exit_now, interruptible
 from attnsvm.progress import Progress
 from attnsvm.results.claim import claimed
+from attnsvm.results.job_dir import claim_job_dir, discard_output_dir
 from attnsvm.results.store import (
     JOB,
     find_broken,
     find_finished,
     job_record,
     mark_finished,
-    read_job,
     remove_stale_temps,
     write_json,
     write_result,
@@ -48,41 +46,6 @@ from attnsvm.results.store import (
 from attnsvm.workers import keep_freed_memory
 
 log = logging.getLogger("attnsvm")
-
-
-def _discard_output_dir(out: Path, top: str, parents: bool = False) -> None:
-    """``out`` removed if it holds only what Hydra writes before the task (``.hydra/``, the
-    ``.log``) and is not ``top``, the directory the command started in; with ``parents``, the
-    empty directories between them too (Hydra made them for this run)."""
-    top = os.path.abspath(top)
-    if not out.is_dir() or os.path.abspath(out) == top:
-        return
-    if not all(p.name == ".hydra" or (p.suffix == ".log" and p.is_file()) for p in out.iterdir()):
-        return
-    shutil.rmtree(out, ignore_errors=True)
-    # a run started in the same microseconds may find its date's directory gone between
-    # Hydra's two mkdirs: it fails to start, and can be run again
-    parent = os.path.dirname(os.path.abspath(out))
-    while parents and parent.startswith(top + os.sep):
-        try:
-            os.rmdir(parent)  # fails on a non-empty directory: then its parents are not empty
-        except OSError:
-            return
-        parent = os.path.dirname(parent)
-
-
-def claim_job_dir(out: Path, chash: str) -> Path:
-    """``out``, unless it holds another config's job (a sweep re-run with other values moves
-    job numbers): then ``<out>-<hash>``, so that no other config's result is overwritten."""
-    job = read_job(out)
-    if job is None or job.get("config_hash") == chash:
-        return out
-    alt = out.with_name(f"{out.name}-{chash}")
-    alt.mkdir(parents=True, exist_ok=True)
-    if (out / ".hydra").is_dir():
-        shutil.copytree(out / ".hydra", alt / ".hydra", dirs_exist_ok=True)
-    log.warning("%s holds config %s; job %s writes to %s", out, job.get("config_hash"), chash, alt)
-    return alt
 
 
 def execute(planned: tuple | None, cfg: DictConfig) -> str:
@@ -101,18 +64,18 @@ def execute(planned: tuple | None, cfg: DictConfig) -> str:
             run, chash = planned
         preflight(run)  # what the data set draws (your generator's return), before job.json
     except ConfigError as exc:
-        _discard_output_dir(out, top, parents=sweep_dir is None)
+        discard_output_dir(out, top, parents=sweep_dir is None)
         raise SystemExit(f"attnsvm: invalid config: {exc}") from None
     with contextlib.nullcontext() if sweep_dir is None else claimed(sweep_dir, chash):
         done = find_finished(chash, out, sweep_dir)
         if done is not None:
-            _discard_output_dir(out, top)  # only Hydra's files there: the job finished elsewhere
+            discard_output_dir(out, top)  # only Hydra's files there: the job finished elsewhere
             log.info("job %s already finished in %s: skipped", chash, done)
             return "skipped"
         broken = find_broken(chash, out, sweep_dir)
         if broken is not None:  # finished files that fail verification: recomputed there
             log.warning("results in %s fail verification (%s): recomputing there", *broken)
-            _discard_output_dir(out, top)
+            discard_output_dir(out, top)
             out = broken[0]
         out = claim_job_dir(out, chash)
         for tmp in remove_stale_temps(out):
@@ -152,23 +115,6 @@ def _compute(run, job: dict, out: Path, sweep_dir: Path | None) -> str:
     print(entry(run.experiment).summary_text(result.runs, result.seconds))
     print(f"  results: {out}")
     return "finished"
-
-
-def record_lost_job(run, chash: str, out: Path, sweep_dir: Path, error: str, **extra):
-    """Record in job.json that the job of ``run`` (hash ``chash``) died outside Python (killed,
-    cancelled, its worker or node lost): ``status: failed``, ``error`` and ``extra``; the node its
-    ``running`` record names is kept. Returns the job directory, or None when its results are
-    complete (left untouched)."""
-    if find_finished(chash, out, sweep_dir) is not None:
-        return None
-    out = claim_job_dir(out, chash)
-    out.mkdir(parents=True, exist_ok=True)
-    ran = read_job(out)
-    if ran is not None and ran.get("config_hash") == chash and ran.get("status") == "running":
-        extra = {**extra, "node": ran.get("node") or extra.get("node")}
-    write_json({**job_record(run, chash), "status": "failed", "error": error, **extra}, out / JOB)
-    log.error("job %s failed: %s (recorded in %s)", chash, error, out / JOB)
-    return out
 
 
 _SINGLE_RUN_DONE: list[str] = []  # a single run's status, once written: cli may end at once

@@ -7,7 +7,7 @@ worker that dies fails only its own job (why not loky or pebble: docs/scaling.md
 
 A worker is a fresh interpreter (``spawn``) and an entry point: the process-wide settings a job
 wants are made here, never by library code. It ends with the process that started it, however
-that ends (attnsvm/lifeline.py).
+that ends, SIGKILL included (``watch_parent``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import logging
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 import traceback
 import weakref
@@ -30,9 +31,10 @@ from typing import Any
 import cloudpickle
 
 from attnsvm.interrupt import exit_now
-from attnsvm.lifeline import GRACE_S, watch_parent
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+POLL_S = 0.5  # how often a worker's watchdog looks at its parent id
+GRACE_S = 10.0  # after its parent's death (or a SIGTERM from it), a worker's time to record
 
 
 @dataclass
@@ -53,6 +55,20 @@ def keep_freed_memory() -> bool:
     if mallopt is None:
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, 32 << 20)) and bool(mallopt(M_TRIM_THRESHOLD, 64 << 20))
+
+
+def watch_parent(parent_pid: int) -> None:
+    """A watchdog thread: SIGTERM to this worker (its job records itself ``interrupted``) once
+    ``parent_pid`` is no longer its parent, and a hard exit ``GRACE_S`` later."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(POLL_S)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(GRACE_S)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="attnsvm-parent-watchdog", daemon=True).start()
 
 
 def _quiet_exit(signum, frame) -> None:

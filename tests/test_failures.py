@@ -77,8 +77,8 @@ def test_a_lost_job_is_recorded_on_the_node_its_running_record_names(tmp_path):
 
     from attnsvm.composition.compose import register_configs, to_run_config
     from attnsvm.composition.identity import config_hash
+    from attnsvm.results.job_dir import record_lost_job
     from attnsvm.results.store import JOB, job_record, write_json
-    from attnsvm.run import record_lost_job
     from conftest import CONF_DIR
 
     register_configs()

@@ -461,7 +461,7 @@ def test_each_config_name_means_one_class(name):
 # one above. A module is in the layer of its longest listed package (``attnsvm``: itself only).
 LAYERS = (
     ("entry points", ("attnsvm", "attnsvm.__main__", "attnsvm.run", "attnsvm.api", "attnsvm.job",
-                      "attnsvm.workers", "attnsvm.interrupt", "attnsvm.lifeline", "attnsvm.bench",
+                      "attnsvm.workers", "attnsvm.interrupt", "attnsvm.bench",
                       "attnsvm.lost_jobs", "attnsvm.query", "attnsvm.report", "attnsvm.publish",
                       "attnsvm.aggregate", "attnsvm.reanalyse", "attnsvm.docgen")),
     ("composition", ("attnsvm.composition", "attnsvm.cli_help")),

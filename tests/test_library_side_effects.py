@@ -88,7 +88,6 @@ ENTRY_POINTS = {
     "attnsvm/run.py",
     "attnsvm/workers.py",
     "attnsvm/interrupt.py",
-    "attnsvm/lifeline.py",
 }
 
 

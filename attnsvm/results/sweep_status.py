@@ -1,5 +1,6 @@
 """A sweep's jobs counted by status: from its job.json records (``format_sweep_status``,
-``statuses_since``) or from the statuses its launchers reported (``sweep_line``).
+``statuses_since``) or from the statuses its launchers reported (``record_statuses``), and the
+lines every sweep ends with (``SweepSummary``, conf/config.yaml's Hydra callback):
 
     attnsvm sweep outputs/sweeps/rank: 38 finished, 2 failed
       failed: outputs/sweeps/rank/7  ValueError(...)
@@ -8,9 +9,17 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobStatus
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig
+
+from attnsvm.hydra_internals import returned
 from attnsvm.results.store import scan_jobs
 
 
@@ -50,3 +59,44 @@ def sweep_line(statuses: Iterable[str | None]) -> str:
     run, skipped = statuses.count("finished"), statuses.count("skipped")
     missing = statuses.count(None)
     return f"{run} run, {skipped} skipped, {failed_count(statuses)} failed, {missing} not started"
+
+
+# this process's sweep: when it started, and its jobs' statuses as launchers report them
+_SWEEP: dict = {"started": 0.0, "statuses": []}
+
+
+def record_statuses(statuses: Iterable[str | None]) -> None:
+    """A launcher's jobs, by what attnsvm.run.execute returned; None: never started."""
+    _SWEEP["statuses"].extend(statuses)
+
+
+def job_status(job_return) -> str:
+    """A Hydra JobReturn's attnsvm status: what run.execute returned, ``failed`` if it raised."""
+    return returned(job_return) if job_return.status == JobStatus.COMPLETED else "failed"
+
+
+def print_summary(sweep_dir: Path) -> int:
+    """The sweep's jobs by status, then ``sweep_line``; returns how many failed."""
+    statuses = list(_SWEEP["statuses"]) or statuses_since(sweep_dir, _SWEEP["started"])
+    print(format_sweep_status(sweep_dir), flush=True)
+    print(f"attnsvm sweep: {sweep_line(statuses)}", flush=True)
+    return failed_count(statuses)
+
+
+class SweepSummary(Callback):
+    """conf/config.yaml's callback: ``print_summary`` at the end of a sweep, then exit 1 when a
+    job failed (every launcher)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        _SWEEP.update(started=time.time(), statuses=[])
+
+    def on_job_end(self, config: DictConfig, job_return, **kwargs) -> None:
+        """Jobs run in this process (hydra/launcher=basic) report here."""
+        if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+            record_statuses([job_status(job_return)])
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        if str(config.hydra.launcher.get("_target_", "")).endswith("DryRunLauncher"):
+            return
+        if print_summary(Path(str(config.hydra.sweep.dir))):
+            raise SystemExit(1)  # after the summary line; Hydra lets SystemExit through

@@ -26,7 +26,9 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 from attnsvm.interrupt import JobInterrupted, interruptible
-from attnsvm.results.plan import SKIP, PlannedJob, print_summary, record_statuses, refuse_invalid
+from attnsvm.results.job_dir import record_lost_job
+from attnsvm.results.plan import SKIP, PlannedJob, refuse_invalid
+from attnsvm.results.sweep_status import print_summary, record_statuses
 from attnsvm.results.sweepdir import register_resolver
 from attnsvm.workers import Outcome, WorkerPool
 from hydra_plugins.attnsvm_local import job as worker
@@ -58,9 +60,8 @@ ConfigStore.instance().store(
 
 def usable_cores() -> int:
     """The cores this process may run on (its CPU affinity: a Slurm allocation, ``taskset``)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    affinity = getattr(os, "sched_getaffinity", None)  # not on macOS
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
 
 
 def worker_count(n_jobs: int, jobs: int, cores: int) -> int:
@@ -166,8 +167,6 @@ class LocalLauncher(Launcher):
         if outcome.error is None:
             job.status = outcome.value
             return
-        from attnsvm.run import record_lost_job
-
         job.status = "interrupted" if interrupted else "failed"
         error = f"{outcome.error} (sweep {interrupted})" if interrupted else outcome.error
         extra = {"status": job.status, "traceback": outcome.traceback, "exitcode": outcome.exitcode}

@@ -9,8 +9,6 @@ starts. A launcher that writes nothing (``WRITES_NOTHING``: the dry run) gets no
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from attnsvm.composition.migrate import migrate_sweep
 from attnsvm.config.input_checks import read_only_message, read_only_part
 from attnsvm.hydra_internals import basic_sweeper
-from attnsvm.results.plan import SKIP, record_statuses, refuse_invalid
+from attnsvm.results.job_dir import Leftovers
+from attnsvm.results.plan import SKIP, refuse_invalid
+from attnsvm.results.sweep_status import record_statuses
 from hydra_plugins.attnsvm_local.compose import composer_for
 
 log = logging.getLogger("hydra_plugins.attnsvm_local")
@@ -97,39 +97,3 @@ class AttnsvmSweeper(basic_sweeper()):
             sweep_dir,
         )
         record_statuses(["skipped"] * len(planned))
-
-
-class Leftovers:
-    """What a sweep writes before its first job: multirun.yaml, Slurm's .submitit folder, the
-    sweep directory and the folders made for it. ``undo`` after a failure removes them (an
-    earlier sweep's multirun.yaml restored) when nothing else was written there: a refused
-    sweep, an unreachable Slurm controller or Ray cluster leaves the disk as it found it."""
-
-    BEFORE_JOBS = ("multirun.yaml", ".submitit")
-
-    def __init__(self, sweep_dir: Path) -> None:
-        self.sweep_dir = sweep_dir.absolute()
-        self.made = [d for d in (self.sweep_dir, *self.sweep_dir.parents) if not d.exists()]
-        self.entries = set(os.listdir(sweep_dir)) if sweep_dir.is_dir() else set()
-        yaml = sweep_dir / "multirun.yaml"
-        self.yaml = yaml.read_bytes() if yaml.is_file() else None
-
-    def undo(self) -> None:
-        try:
-            new = set(os.listdir(self.sweep_dir)) - self.entries
-        except OSError:
-            return
-        if not new <= set(self.BEFORE_JOBS):
-            return  # a job ran (or something else wrote here): keep everything
-        if ".submitit" in new:
-            shutil.rmtree(self.sweep_dir / ".submitit", ignore_errors=True)
-        yaml = self.sweep_dir / "multirun.yaml"
-        try:
-            if self.yaml is None:
-                yaml.unlink(missing_ok=True)
-            elif yaml.read_bytes() != self.yaml:
-                yaml.write_bytes(self.yaml)
-            for made in self.made:  # the sweep directory and the folders made for it
-                made.rmdir()  # fails, leaving it, once one holds anything else
-        except OSError:
-            pass

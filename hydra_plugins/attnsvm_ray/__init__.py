@@ -158,7 +158,7 @@ class RayLauncher(Launcher):
 
     def _init(self, ray) -> None:
         """``ray.init``; no cluster at ``address``: one line saying what to do (the sweeper
-        removes the sweep directory it made: sweeper.Leftovers)."""
+        removes the sweep directory it made: results.job_dir.Leftovers)."""
         try:
             ray.init(address=self.address, **self.init)
         except ConnectionError as exc:

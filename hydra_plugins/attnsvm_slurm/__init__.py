@@ -35,7 +35,7 @@ from pathlib import Path
 from hydra.core.utils import JobReturn
 from omegaconf import OmegaConf
 
-from attnsvm.results.plan import job_status, record_statuses
+from attnsvm.results.sweep_status import job_status, record_statuses
 
 log = logging.getLogger(__name__)
 POLL_S = 5.0  # seconds between two sacct calls while waiting for the array
