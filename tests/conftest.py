@@ -6,22 +6,24 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-import torch
+# The hundreds of interpreters the tests start (jobs, sweeps and their spawned workers) read
+# bytecode from __pycache__ as Python does by default, instead of compiling every module in
+# each, where the environment sets PYTHONDONTWRITEBYTECODE. Set before this process imports
+# torch: the README's test command installs without byte-compiling (pip --no-compile), so the
+# first process to import a module writes its cache.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
-from attnsvm.composition import DatasetConfig
-from attnsvm.data.generators import make_instances
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from attnsvm.composition import DatasetConfig  # noqa: E402
+from attnsvm.data.generators import make_instances  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"
 
 torch.set_num_threads(1)
-
-# The hundreds of interpreters the tests start (jobs, sweeps and their spawned workers) read
-# attnsvm's bytecode from __pycache__ as Python does by default, instead of compiling every
-# module in each, where the environment sets PYTHONDONTWRITEBYTECODE.
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-sys.dont_write_bytecode = False
 
 
 # Tests that install or start system software (Slurm with MariaDB, Debian's Chromium) run only
