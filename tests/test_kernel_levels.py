@@ -3,14 +3,17 @@ machine can execute, and agreement across levels to a stated tolerance.
 
 torch picks its CPU kernels by ATEN_CPU_CAPABILITY, MKL its code branch by
 MKL_ENABLE_INSTRUCTIONS, OpenBLAS by OPENBLAS_CORETYPE, and the fused engine has a 4-lane and
-an 8-lane build (ATTNSVM_FUSED_BUILD). An AVX2-only CI machine runs the avx2 combination
-natively, so running it here (in subprocesses) tests what that machine would. Bit-identity is
+an 8-lane build (ATTNSVM_FUSED_BUILD). The suite itself runs the determinism tests at the
+machine's own level (torch's pick, and the fused build that matches it); each lower level
+runs them again here, in a subprocess: an AVX2-only CI machine runs the avx2 combination
+natively, so running it on an AVX-512 machine tests what that machine would. Bit-identity is
 promised within one combination (batch sizes, threads, workers); across combinations exp/log
 and MKL's LAPACK branch differ in the last bits, and rows agree to CROSS_LEVEL_ATOL.
 """
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -82,16 +85,40 @@ EXPERIMENTS_BATCH_TESTS = [
 ]
 
 
+def _native() -> str | None:
+    """The combination the suite itself runs at: torch's own kernel level on this CPU."""
+    import torch
+
+    level = torch.backends.cpu.get_cpu_capability().lower()
+    found = [n for n in _runnable() if COMBINATIONS[n][1]["ATEN_CPU_CAPABILITY"] == level]
+    return found[0] if found else None
+
+
+def _not_native() -> list[str]:
+    """The runnable combinations but the one the suite runs at (all of them where torch's
+    level is none of them)."""
+    return [name for name in _runnable() if name != _native()]
+
+
 def test_this_machine_runs_at_least_the_baseline_combination():
     assert "baseline" in _runnable()
 
 
+def test_the_suite_runs_at_one_of_the_combinations():
+    """torch's own level here is one of COMBINATIONS: the suite's determinism tests cover it,
+    and the subprocesses below cover every other level this CPU runs."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip(f"{platform.machine()}: the combinations are x86-64 levels")
+    assert _native() in _runnable(), _native()
+    assert set(_not_native()) | {_native()} == set(_runnable())
+
+
 @pytest.fixture(scope="module")
 def determinism_runs(tmp_path_factory) -> dict[str, tuple[int, str, str]]:
-    """The determinism tests under every combination (one process each, -n 0: xdist workers
-    would only add their start-ups)."""
+    """The determinism tests under every combination but this machine's own (one process
+    each, -n 0: xdist workers would only add their start-ups)."""
     return _run_all(
-        _runnable(), tmp_path_factory.mktemp("levels"), "-m", "pytest", "-q",
+        _not_native(), tmp_path_factory.mktemp("levels"), "-m", "pytest", "-q",
         "-p", "no:cacheprovider", "-n", "0",
         "tests/test_determinism.py", "tests/test_train.py", "tests/test_fused.py",
         *EXPERIMENTS_BATCH_TESTS, "-k", "batch or alone or threads or build",
@@ -99,7 +126,7 @@ def determinism_runs(tmp_path_factory) -> dict[str, tuple[int, str, str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("combination", _runnable())
+@pytest.mark.parametrize("combination", _not_native())
 def test_determinism_holds_under_every_kernel_level(combination, determinism_runs):
     code, out, err = determinism_runs[combination]
     assert code == 0, out[-6000:] + err[-2000:]
