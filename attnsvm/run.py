@@ -17,6 +17,7 @@ import sys
 import traceback
 from importlib import resources
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -62,16 +63,18 @@ def execute(planned: tuple | None, cfg: DictConfig) -> str:
             chash = config_hash(run)  # resolves engine=auto: a bad $ATTNSVM_FUSED_BUILD fails
         else:
             run, chash = planned
-        preflight(run)  # what the data set draws (your generator's return), before job.json
     except ConfigError as exc:
-        discard_output_dir(out, top, parents=sweep_dir is None)
-        raise SystemExit(f"attnsvm: invalid config: {exc}") from None
+        _refuse(exc, out, top, sweep_dir)
     with contextlib.nullcontext() if sweep_dir is None else claimed(sweep_dir, chash):
         done = find_finished(chash, out, sweep_dir)
         if done is not None:
             discard_output_dir(out, top)  # only Hydra's files there: the job finished elsewhere
             log.info("job %s already finished in %s: skipped", chash, done)
             return "skipped"
+        try:  # what the data set draws (your generator's return), before job.json; a job
+            preflight(run)  # skipped above draws nothing, as in the local launcher's plan
+        except ConfigError as exc:
+            _refuse(exc, out, top, sweep_dir)
         broken = find_broken(chash, out, sweep_dir)
         if broken is not None:  # finished files that fail verification: recomputed there
             log.warning("results in %s fail verification (%s): recomputing there", *broken)
@@ -81,6 +84,12 @@ def execute(planned: tuple | None, cfg: DictConfig) -> str:
         for tmp in remove_stale_temps(out):
             log.info("removed %s, left by a killed run", tmp)
         return _compute(run, job_record(run, chash), out, sweep_dir)
+
+
+def _refuse(exc: ConfigError, out: Path, top: str, sweep_dir: Path | None) -> NoReturn:
+    """An invalid config: Hydra's output directory removed, one line naming what is wrong."""
+    discard_output_dir(out, top, parents=sweep_dir is None)
+    raise SystemExit(f"attnsvm: invalid config: {exc}") from None
 
 
 def _compute(run, job: dict, out: Path, sweep_dir: Path | None) -> str:

@@ -46,14 +46,16 @@ LOST = {"NodeDiedError", "WorkerCrashedError", "LocalRayletDiedError", "ObjectLo
 
 
 @pytest.fixture
-def cluster(monkeypatch):
-    """(Cluster, [worker node 1, worker node 2]); shut down at the end whatever happened."""
+def cluster(monkeypatch, tmp_path):
+    """(Cluster, [worker node 1, worker node 2]); shut down at the end whatever happened. Its
+    jobs' draws are listed in ``tmp_path/calls`` (tests/crash_example.py)."""
     from ray.cluster_utils import Cluster
 
     path = os.pathsep.join([str(REPO), str(REPO / "tests")])
     monkeypatch.setenv("PYTHONPATH", path)  # the raylets' workers import the tests' modules
     monkeypatch.setenv("RAY_DEDUP_LOGS", "0")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    monkeypatch.setenv("CRASH_EXAMPLE_CALLS", str(tmp_path / "calls"))
     start = time.perf_counter()
     try:
         c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
@@ -146,11 +148,14 @@ def test_a_sweep_over_two_nodes_survives_losing_one_node(tmp_path, cluster):
     assert {j["status"] for j in jobs} <= {"finished", "failed"}, jobs
     kept_bytes = {j["dir"]: (j["dir"] / "runs.parquet").read_bytes() for j in finished}
 
-    # the re-run, on what is left: the head and one worker node
+    # the re-run, on what is left: the head and one worker node; only the failed job draws
+    (tmp_path / "calls").unlink()
     rerun = run_cli(*ray_overrides(sweep_dir, c.address), multirun=True, timeout=240)
     assert rerun.returncode == 0, rerun.stdout
     failed_before = len(jobs) - len(finished)
     assert f"{failed_before} run, {len(finished)} skipped, 0 failed" in rerun.stdout, rerun.stdout
+    redrawn = {int(d) for d in (tmp_path / "calls").read_text().split()}
+    assert redrawn == {j["config"]["dataset"]["d"] for j in jobs if j["status"] != "finished"}
     after = jobs_of(sweep_dir)
     assert len(after) == 6 and all(j["status"] == "finished" for j in after), after
     assert {j["dir"]: (j["dir"] / "runs.parquet").read_bytes() for j in finished} == kept_bytes
