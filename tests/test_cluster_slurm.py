@@ -30,14 +30,15 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.system("Slurm a
 
 SCRIPT = REPO / ".ci" / "slurm-cluster.sh"
 STATE = Path(os.environ.get("ATTNSVM_SLURM_DIR", "/var/tmp/attnsvm-slurm"))
-# four jobs that each last ~10 s after their ~6 s of start-up: the draw sleeps 5 s, once when
+# four jobs that each last ~6 s after their ~6 s of start-up: the draw sleeps 3 s, once when
 # the job checks its data set (before job.json says running) and once when it draws them
 # (tests/crash_example.py; the numbers are the published draw's). Long enough to be cancelled
-# and killed mid-way, and the length costs no CPU that the suite's other tests could use
+# and killed mid-way (a running job has 3 s of sleep left), and the sleep costs no CPU that the
+# suite's other tests could use
 SWEEP = [
     "dataset=callable",
     "dataset.target=crash_example.make",
-    "+dataset.kwargs.sleep_s=5",
+    "+dataset.kwargs.sleep_s=3",
     "dataset.d=3,4",
     "parameterization=w,kq",
     "seeds=6",
@@ -98,7 +99,7 @@ def local_table(tmp_path_factory):
     return sweep_table(sweep_dir), sweep_table(sweep_dir, "trajectory.parquet")
 
 
-def start_sweep(sweep_dir: Path, name: str) -> subprocess.Popen:
+def start_sweep(sweep_dir: Path, name: str, **env: str) -> subprocess.Popen:
     return subprocess.Popen(
         attnsvm_cmd(
             *SWEEP,
@@ -108,7 +109,7 @@ def start_sweep(sweep_dir: Path, name: str) -> subprocess.Popen:
             multirun=True,
         ),
         cwd=REPO,
-        env=cli_env(**TESTS_ON_PATH),  # the Slurm tasks inherit it (crash_example)
+        env=cli_env(**TESTS_ON_PATH, **env),  # the Slurm tasks inherit it (crash_example)
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -230,11 +231,13 @@ def test_scancel_of_one_task_is_a_failed_job_and_a_rerun_resumes_it(
     pd.testing.assert_frame_equal(done, expected, check_exact=True)  # intact: 3 whole jobs
     assert len(done) == 3 * SEEDS
 
-    out = finish(start_sweep(tmp_path, job_name))  # the re-run computes only the cancelled job
+    calls = tmp_path / "calls"  # the re-run computes only the cancelled job: only it draws
+    out = finish(start_sweep(tmp_path, job_name, CRASH_EXAMPLE_CALLS=str(calls)))
     assert "4 finished" in out, out
     assert {p: p.read_bytes() for p in others} == others
     logs = "".join(p.read_text() for p in tmp_path.glob(".submitit/*/*_log.out"))
     assert logs.count("already finished") == 3, logs
+    assert set(calls.read_text().split()) == {str(job["config"]["dataset"]["d"])}
     assert_same_rows(tmp_path, local_table)
     assert drained(job_name) == []
 

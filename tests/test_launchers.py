@@ -137,3 +137,26 @@ def test_slurm_asks_for_one_gpu_for_a_cuda_sweep_in_its_plan():
     assert plan(jobs=[("device=cuda",)])["executor"]["slurm_gres"] == "gpu:1"
     mine = plan("device=cuda", "hydra.launcher.gres=gpu:a100:2")
     assert mine["executor"]["slurm_gres"] == "gpu:a100:2"
+
+
+@pytest.mark.skipif(not HAS_SUBMITIT, reason="hydra-submitit-launcher not installed (.[slurm])")
+def test_slurm_waits_for_no_result_of_a_task_slurm_ended(tmp_path):
+    """A task Slurm cancelled, timed out or lost with its node has written no result: the sweep
+    records it at once instead of waiting submitit's 15 s per task for a result file; a task
+    with a result file, or one that ended by itself, is read as submitit reads it."""
+    from types import SimpleNamespace
+
+    from hydra_plugins.attnsvm_slurm import no_result
+
+    pickle = tmp_path / "12_3_result.pkl"
+
+    def task(state):
+        return SimpleNamespace(
+            state=state, job_id="12_3", paths=SimpleNamespace(result_pickle=pickle)
+        )
+
+    for state in ("CANCELLED by 0", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY"):
+        assert str(no_result(task(state))) == f"Slurm job 12_3 ended without a result: {state}"
+    assert no_result(task("COMPLETED")) is None and no_result(task("FAILED")) is None
+    pickle.write_bytes(b"")
+    assert no_result(task("CANCELLED by 0")) is None  # written before the cancel: read it

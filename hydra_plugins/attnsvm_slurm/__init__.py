@@ -39,6 +39,9 @@ from attnsvm.results.sweep_status import job_status, record_statuses
 
 log = logging.getLogger(__name__)
 POLL_S = 5.0  # seconds between two sacct calls while waiting for the array
+# final states of a task Slurm ended from outside: its Python wrote no result, so the sweep does
+# not wait for a result file (submitit waits 15 s per task, one task after the other)
+ENDED_BY_SLURM = ("CANCELLED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 
 
 def signal_delay_s(timeout_min: int) -> int:
@@ -158,8 +161,8 @@ if submitit_launcher is not None:
                 jobs[0].watcher.update()  # one sacct call for the whole array
                 for i, job in enumerate(jobs):
                     if i not in errors and job.done():
-                        errors[i] = job.exception()  # waits for a late result file, once
-                        if isinstance(errors[i], FailedJobError):
+                        errors[i] = no_result(job) or job.exception()  # waits for a late
+                        if isinstance(errors[i], FailedJobError):  # result file, once
                             raise errors[i]
                 if len(errors) < len(jobs):
                     time.sleep(POLL_S)
@@ -181,6 +184,15 @@ if submitit_launcher is not None:
                 self.hydra_context, self.config, overrides, num, error, job_id=job_id,
                 slurm_state=state, slurm_job_id=job_id,
             )  # fmt: skip
+
+    def no_result(job) -> Exception | None:
+        """Why a finished task has no result to wait for: Slurm ended it (``ENDED_BY_SLURM``)
+        and no result file is there. Its job's own files still decide what the sweep records
+        (``lost_job_return``: finished when its results are complete)."""
+        state = str(job.state)
+        if state.startswith(ENDED_BY_SLURM) and not job.paths.result_pickle.exists():
+            return RuntimeError(f"Slurm job {job.job_id} ended without a result: {state}")
+        return None
 
     def cancel(jobs: list) -> None:
         """scancel the array (every task of it still queued or running): one call."""
