@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -106,9 +107,11 @@ def _template_targets(module: str, node: ast.AST) -> list[str]:
     return [f"{module}.{m}" for m, _ in TEMPLATE.values() if f"{module}.{m}" in MODULES]
 
 
-def _imports() -> dict[str, set[str]]:
+@cache
+def graph() -> dict[str, set[str]]:
     """module -> the attnsvm modules it imports: at module level, inside functions, later by
-    a ``"module:function"`` path, or as its package's template modules."""
+    a ``"module:function"`` path, or as its package's template modules. Built when a test asks,
+    not as the file is collected (every xdist worker collects it)."""
     graph = {}
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text())
@@ -126,16 +129,13 @@ def _imports() -> dict[str, set[str]]:
     return graph
 
 
-GRAPH = _imports()
-
-
 def _cycle_through(start: str) -> list[str] | None:
     """The shortest import chain from ``start`` back to itself, if any (breadth first)."""
     paths = {start: [start]}
     queue = [start]
     while queue:
         here = queue.pop(0)
-        for nxt in sorted(GRAPH[here]):
+        for nxt in sorted(graph()[here]):
             if nxt == start:
                 return [*paths[here], start]
             if nxt not in paths:
@@ -146,7 +146,7 @@ def _cycle_through(start: str) -> list[str] | None:
 
 def test_attnsvm_has_no_import_cycle():
     cycles, seen = [], set()
-    for module in sorted(GRAPH):
+    for module in sorted(graph()):
         cycle = _cycle_through(module)
         if cycle and not seen & set(cycle):
             seen |= set(cycle)
@@ -157,11 +157,12 @@ def test_attnsvm_has_no_import_cycle():
 def test_the_graph_sees_function_level_and_relative_imports():
     """The checks above can fail: lazy imports inside functions, ``from .x`` and a package's
     template modules count."""
-    assert "attnsvm.experiments.gd.figures_sweep" in GRAPH["attnsvm.experiments.gd.plots"]  # def
-    assert "attnsvm.experiments.rankdyn.bench" in GRAPH["attnsvm.experiments.rankdyn"]  # package=
-    assert "attnsvm.experiments.rankdyn.job" in GRAPH["attnsvm.experiments.rankdyn"]  # package=
-    assert "attnsvm.data.userdata" in GRAPH["attnsvm.data.sets.file"]  # INSTANCES = "m:f"
-    assert "attnsvm.experiments.rankdyn.config" in GRAPH["attnsvm.experiments.rankdyn"]  # relative
+    g = graph()
+    assert "attnsvm.experiments.gd.figures_sweep" in g["attnsvm.experiments.gd.plots"]  # def
+    assert "attnsvm.experiments.rankdyn.bench" in g["attnsvm.experiments.rankdyn"]  # package=
+    assert "attnsvm.experiments.rankdyn.job" in g["attnsvm.experiments.rankdyn"]  # package=
+    assert "attnsvm.data.userdata" in g["attnsvm.data.sets.file"]  # INSTANCES = "m:f"
+    assert "attnsvm.experiments.rankdyn.config" in g["attnsvm.experiments.rankdyn"]  # relative
 
 
 def _schema_module() -> str:
@@ -193,9 +194,9 @@ def test_every_job_config_is_a_class_written_out():
 def test_the_schema_is_a_leaf():
     schema = _schema_module()
     assert schema == "attnsvm.config.schema"
-    assert GRAPH[schema] <= set(LEAVES), GRAPH[schema] - set(LEAVES)
+    assert graph()[schema] <= set(LEAVES), graph()[schema] - set(LEAVES)
     for i, leaf in enumerate(LEAVES):
-        assert GRAPH[leaf] <= set(LEAVES[:i]), f"{leaf} imports {sorted(GRAPH[leaf])}"
+        assert graph()[leaf] <= set(LEAVES[:i]), f"{leaf} imports {sorted(graph()[leaf])}"
 
 
 CONFIG = "attnsvm.config"  # the leaf layer: the schema, its enums, checks and plug-in loader
@@ -226,9 +227,9 @@ def test_config_imports_nothing_of_attnsvm_outside_it():
     ``"module:function"`` paths and module names as strings count."""
     outside = sorted(
         f"{module} imports {target}"
-        for module in GRAPH
+        for module in graph()
         if _in_config(module)
-        for target in GRAPH[module] | _named_modules(module)
+        for target in graph()[module] | _named_modules(module)
         if not _in_config(target)
     )
     assert not outside, "attnsvm/config/ imports above it:\n" + "\n".join(outside)
