@@ -16,6 +16,7 @@ from __future__ import annotations
 import platform
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
@@ -85,6 +86,7 @@ EXPERIMENTS_BATCH_TESTS = [
 ]
 
 
+@cache
 def _native() -> str | None:
     """The combination the suite itself runs at: torch's own kernel level on this CPU."""
     import torch

@@ -161,8 +161,9 @@ if submitit_launcher is not None:
                 jobs[0].watcher.update()  # one sacct call for the whole array
                 for i, job in enumerate(jobs):
                     if i not in errors and job.done():
-                        errors[i] = no_result(job) or job.exception()  # waits for a late
-                        if isinstance(errors[i], FailedJobError):  # result file, once
+                        # job.exception() waits for a late result file, once
+                        errors[i] = no_result(job) or job.exception()
+                        if isinstance(errors[i], FailedJobError):
                             raise errors[i]
                 if len(errors) < len(jobs):
                     time.sleep(POLL_S)
