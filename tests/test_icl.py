@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attnsvm.experiments import icl
-from attnsvm.experiments.icl import baselines, data, limits, model
+from attnsvm.experiments.icl import baselines, data, limits, model, plots
 from attnsvm.experiments.icl.config import Config
 from attnsvm.experiments.icl.train import squared_loss
 
@@ -228,6 +228,22 @@ def test_spectrum_file(tmp_path):
     torch.testing.assert_close(limits.covariance(cfg), torch.from_numpy(cov))
     with pytest.raises(ValueError, match="icl.spectrum_file=.*accepted .* 4 positive"):
         limits.covariance(Config(d=4, spectrum="file", spectrum_file=str(tmp_path / "cov.txt")))
+
+
+def test_a_log_loss_axis_within_one_decade_still_has_labels():
+    """The N axis is labelled at the swept values only; the log y axis of the losses keeps its
+    minor ticks, its only labels when the losses span less than a decade (a short sweep)."""
+    fig, ax = plots.plt.subplots()
+    ax.plot([5, 10], [1.1, 1.8])
+    ax.set_yscale("log")
+    plots._n_axis(ax, [5, 10])
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim()
+    shown = [t.get_text() for t in ax.yaxis.get_ticklabels(which="both") if t.get_text()]
+    inside = [y for y in ax.yaxis.get_minorticklocs() if lo <= y <= hi]
+    plots.plt.close(fig)
+    assert shown and inside, "the y axis has no labels"
+    assert list(ax.xaxis.get_minorticklocs()) == []
 
 
 def test_summary_and_figures(tmp_path):

@@ -35,9 +35,10 @@ def _axes(rows: int, cols: int):
 
 
 def _n_axis(ax, values) -> None:
-    """Log N axis labelled at the swept values only."""
+    """Log N axis labelled at the swept values only (the log y axis keeps its minor ticks: they
+    are its only labels when the values span less than a decade)."""
     ax.set_xscale("log")
-    ax.minorticks_off()
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xticks(sorted(set(values)))
     ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
 
