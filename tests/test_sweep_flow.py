@@ -8,6 +8,7 @@ The fault injections live in a ``sitecustomize`` loaded by every Python process 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -291,19 +292,48 @@ def test_a_killed_worker_fails_its_job_only(tmp_path, hook):
     assert again.returncode == 0, again.stdout
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 16 MiB tmpfs at ``tmp_path/disk`` (we run as root in CI and here)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], check=False)
+@contextlib.contextmanager
+def small_disk(where: Path):
+    """A 16 MiB tmpfs at ``where`` (as root)."""
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def again_as_root_of_a_namespace(request, tmp_path: Path) -> None:
+    """Run the calling test again as root of a new user and mount namespace (``unshare -rm``),
+    where a user who is not root may mount a tmpfs, and assert that it passed there; skip
+    saying why where this Linux forbids unprivileged user namespaces."""
+    try:
+        allowed = subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
+    except OSError:
+        allowed = False
+    if not allowed:
+        pytest.skip("mounting a 16 MiB tmpfs needs root or unprivileged user namespaces")
+    inner = subprocess.run(
+        ["unshare", "-rm", sys.executable, "-m", "pytest", request.node.nodeid, "-n", "0",
+         "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'inner'}"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+    )  # fmt: skip
+    assert inner.returncode == 0 and " 1 passed" in inner.stdout, inner.stdout
 
 
 @pytest.mark.slow
-def test_a_full_disk_fails_the_jobs_it_hits_and_the_sweep_ends_with_its_summary(small_disk, hook):
-    sweep, filler = small_disk / "s", small_disk / "filler"
+def test_a_full_disk_fails_the_jobs_it_hits_and_the_sweep_ends_with_its_summary(
+    tmp_path, hook, request
+):
+    if os.geteuid() != 0:
+        again_as_root_of_a_namespace(request, tmp_path)
+        return
+    with small_disk(tmp_path / "disk") as disk:
+        _fill_the_disk_mid_sweep(disk, hook)
+
+
+def _fill_the_disk_mid_sweep(disk: Path, hook: dict) -> None:
+    sweep, filler = disk / "s", disk / "filler"
     args = ["dataset.d=2,3,4", *SMALL, "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={sweep}"]
     env = {**hook, "ATTNSVM_TEST_D": "3", "ATTNSVM_TEST_FILL": str(filler)}
     env["ATTNSVM_TEST_FILL_AFTER"] = str(sweep)
