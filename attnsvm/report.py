@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from attnsvm.figures import draw_to_files_only
 from attnsvm.results.store import JOB
 
 
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--watch", action="store_true", help="keep the page current until done")
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between updates")
     args = parser.parse_args(argv)
+    draw_to_files_only()  # the report aggregates (and draws) a sweep that has no summary yet
     from attnsvm.results.aggregate import AggregateError
 
     if len(args.sweep_dirs) > 1 and (args.out is None or args.watch):

@@ -233,7 +233,7 @@ def test_curves_use_gd_trajectories_only_and_d_ticks_are_the_run_values():
 
 
 def test_figure_commands_write_to_the_summary_folder(tmp_path):
-    from attnsvm.results.aggregate import figure_cli
+    from attnsvm.figures.command import figure_cli
 
     sweep, out = figure_cli("doc", [str(tmp_path)])
     assert out == tmp_path / "summary" and out.is_dir()

@@ -1,7 +1,8 @@
 """Library code leaves its caller's process as it found it: ``attnsvm.compose``, ``run_job``,
-``load_sweep`` and ``sql`` called in a notebook's process change no signal handler, no state
-of the garbage collector (enabled, thresholds, frozen objects), no malloc setting, no
-subreaper flag, and never end the process. Process-wide switches belong to entry points only
+``load_sweep``, ``sql`` and ``aggregate`` called in a notebook's process change no signal
+handler, no state of the garbage collector (enabled, thresholds, frozen objects), no malloc
+setting, no subreaper flag, no matplotlib setting (the figures' style), and never end the
+process. Process-wide switches belong to entry points only
 (attnsvm/run.py's ``cli``, a sweep's worker: attnsvm/workers.py, ``__main__`` modules)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from conftest import REPO
 SCRIPT = textwrap.dedent(
     """
     import ctypes, gc, signal, sys
+    import matplotlib
     mallopts = []
     _getattr = ctypes.CDLL.__getattr__
     def _spy(self, name):                      # every ctypes lookup of a libc function
@@ -39,8 +41,10 @@ SCRIPT = textwrap.dedent(
             "gc thresholds": gc.get_threshold(),
             "gc frozen": gc.get_freeze_count(),
             "subreaper": flag.value,
+            "matplotlib settings": dict(matplotlib.rcParams),
         }
 
+    matplotlib.use("svg")  # the user's own backend (a notebook's): library code keeps it
     before = state()
     import attnsvm
     out = sys.argv[1]
@@ -49,6 +53,9 @@ SCRIPT = textwrap.dedent(
     attnsvm.run_job(["dataset.d=4", "seeds=1", "optimizer.steps=20"])
     sweep = attnsvm.load_sweep(out + "/sweep")
     rows = attnsvm.sql("SELECT count(*) AS n FROM runs", out + "/sweep")
+    from attnsvm.results.aggregate import aggregate
+    _, _, written = aggregate(out + "/sweep", out + "/summary")  # gd's figures, in house style
+    assert any(p.suffix == ".png" for p in written), written
     assert len(sweep.runs) == 2 and int(rows.n[0]) == 2, (len(sweep.runs), rows)
     after = state()
     changed = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
@@ -80,14 +87,18 @@ SWITCHES = {
     ("gc", "set_threshold"),
     ("os", "_exit"),
     ("signal", "signal"),
+    ("matplotlib", "use"),  # the backend
+    ("sns", "set_theme"),  # every figure's style after it
 }
 WORDS = ("mallopt", "PR_SET_CHILD_SUBREAPER")
 # where a process-wide switch may be made: entry points (the CLI, a sweep's worker, __main__
-# modules), and the guard a job runs under that puts signal handlers back as they were
+# modules), the guard a job runs under that puts signal handlers back as they were, and the
+# backend choice that the drawing entry points call (attnsvm/figures: draw_to_files_only)
 ENTRY_POINTS = {
     "attnsvm/run.py",
     "attnsvm/workers.py",
     "attnsvm/interrupt.py",
+    "attnsvm/figures/__init__.py",
 }
 
 

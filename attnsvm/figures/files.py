@@ -3,18 +3,27 @@ PDF. No experiment's knowledge: each experiment's package draws its own (its plo
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import seaborn as sns
 
 
-def theme() -> None:
-    """The house style of the figures drawn by ``python -m attnsvm.aggregate``."""
-    sns.set_theme(style="whitegrid", context="notebook")
+@contextlib.contextmanager
+def theme():
+    """The house style of the figures drawn by ``python -m attnsvm.aggregate`` (seaborn's
+    ``set_theme(style="whitegrid", context="notebook")``) for the figures drawn inside the block
+    only: the caller's matplotlib settings are restored after it, so that no figure, the user's
+    or another experiment's, depends on what was drawn before it in the process."""
+    rc = {
+        **sns.axes_style("whitegrid", rc={"font.family": "sans-serif"}),
+        **sns.plotting_context("notebook"),
+        "axes.prop_cycle": matplotlib.cycler(color=sns.color_palette("deep")),
+    }
+    with plt.rc_context(rc):
+        yield
 
 
 def save(fig, out: Path, name: str) -> list[Path]:

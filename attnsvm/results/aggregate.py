@@ -29,6 +29,7 @@ import pandas as pd
 
 from attnsvm.config.checks import ConfigError, flatten
 from attnsvm.config.input_checks import check_writable_dir
+from attnsvm.figures import draw_to_files_only
 from attnsvm.results import columns as declaration
 from attnsvm.results import store as results
 from attnsvm.results.artifacts import job_arrays
@@ -298,26 +299,6 @@ def job_report(sweep: Sweep) -> str:
     return "\n".join(lines)
 
 
-def figure_cli(doc: str, argv: list[str] | None) -> tuple[Path, Path]:
-    """``SWEEP_DIR [--out DIR]`` of the experiment-specific figure commands; creates DIR."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("sweep_dir", type=Path)
-    parser.add_argument("--out", type=Path, help="output folder (default SWEEP_DIR/summary)")
-    args = parser.parse_args(argv)
-    out = args.out or args.sweep_dir / "summary"  # where `attnsvm.results.aggregate` writes too
-    out.mkdir(parents=True, exist_ok=True)
-    return args.sweep_dir, out
-
-
-def save_figure(fig, path: Path, dpi: int = 120) -> None:
-    """Lay out, write and close ``fig``: the last lines of every figure command's figures."""
-    import matplotlib.pyplot as plt  # the figure modules chose the backend before
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-
-
 def aggregate(sweep_dir: str | Path, out: str | Path | None = None, figures: bool = True):
     """Load, summarise and plot a sweep; returns (Sweep, summary frame, written paths)."""
     sweep = load_sweep(sweep_dir)
@@ -371,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="output directory (default: SWEEP_DIR/summary)")
     parser.add_argument("--no-figures", action="store_true", help="tables only")
     args = parser.parse_args(argv)
+    draw_to_files_only()
     try:
         sweep, summary, written = aggregate(args.sweep_dir, args.out, not args.no_figures)
     except AggregateError as exc:

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from attnsvm.figures.files import save  # noqa: E402
+from attnsvm.figures.files import save
 
 PARAM_LABEL = {"w": r"$W$", "kq": r"$(K,Q)$"}
 SEQ_COLOR = ("tab:red", "tab:blue", "tab:green", "tab:purple")

@@ -16,18 +16,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
+import seaborn as sns
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+from attnsvm.figures.files import save, theme
+from attnsvm.metrics import CONV_TYPES
 
-from attnsvm.figures.files import save, theme  # noqa: E402
-from attnsvm.metrics import CONV_TYPES  # noqa: E402
-
-from .figures_paths import PARAM_LABEL, paths_figures  # noqa: E402
+from .figures_paths import PARAM_LABEL, paths_figures
 
 PARAM_COLOR = {"w": "tab:blue", "kq": "tab:red"}
 MAX_CURVE_POINTS = 8  # more config points than this get no per-iteration figure
@@ -38,8 +36,13 @@ def _trained(runs: pd.DataFrame) -> bool:
 
 
 def draw_all(sweep, summary: pd.DataFrame, out: Path) -> list[Path]:
-    """Every figure that fits the sweep's contents; returns the files written."""
-    theme()
+    """Every figure that fits the sweep's contents, in the house style; returns the files
+    written."""
+    with theme():
+        return _draw_all(sweep, summary, out)
+
+
+def _draw_all(sweep, summary: pd.DataFrame, out: Path) -> list[Path]:
     runs, written = sweep.runs, []
     several_d = runs["d"].nunique() > 1
     if "paths" in sweep.extra and not sweep.extra["paths"].empty:

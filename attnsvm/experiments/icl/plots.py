@@ -12,12 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
 import matplotlib.ticker
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+import pandas as pd
+import seaborn as sns
 
 BASELINES = {
     "icl_loss_limit": "A = Gamma^-1",

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
+from attnsvm.figures.command import figure_cli, save_figure
+from attnsvm.results.aggregate import load_sweep
 
 CURVES = {
     "corr_svmeq": ("$W^{SVMeq}$", "-"),

@@ -12,11 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
 
 SVM_LEVELS = {
     "heldout_acc_fro": ("Frobenius OV-SVM", ":"),

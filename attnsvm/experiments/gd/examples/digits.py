@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.patches import Rectangle
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
+from attnsvm.figures.command import figure_cli, save_figure
+from attnsvm.results.aggregate import load_sweep
 
-from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
-
-from ..parts import reads_dataset_key  # noqa: E402
-from .digits_data import _digits, pick  # noqa: E402
+from ..parts import reads_dataset_key
+from .digits_data import _digits, pick
 
 SHOWN = 8
 selects = reads_dataset_key("patch")  # its runs: images cut into patches

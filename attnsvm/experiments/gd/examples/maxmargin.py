@@ -14,17 +14,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from attnsvm.figures.command import figure_cli, save_figure
+from attnsvm.results.aggregate import load_sweep
 
-from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
-
-from ..parts import reads_dataset_key  # noqa: E402
-from .maxmargin_data import EXAMPLES  # noqa: E402
+from ..parts import reads_dataset_key
+from .maxmargin_data import EXAMPLES
 
 ORDER = ["single", "single_local", "multi", "joint", "joint_relaxed", "loss"]
 STYLE = {"float64": "-", "float32": "--"}

@@ -20,20 +20,18 @@ import itertools
 from pathlib import Path
 from types import SimpleNamespace
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from attnsvm.config.checks import builtin_or_path
+from attnsvm.config.enums import Optimizer
+from attnsvm.figures.command import figure_cli, save_figure
+from attnsvm.results.aggregate import load_sweep
+from attnsvm.svm import norms
+from attnsvm.train.step_rules import limit_norm
 
-from attnsvm.config.checks import builtin_or_path  # noqa: E402
-from attnsvm.config.enums import Optimizer  # noqa: E402
-from attnsvm.results.aggregate import figure_cli, load_sweep, save_figure  # noqa: E402
-from attnsvm.svm import norms  # noqa: E402
-from attnsvm.train.step_rules import limit_norm  # noqa: E402
-
-from .variants import (  # noqa: E402
+from .variants import (
     has_variants,
     variant_figure,
     variant_table,

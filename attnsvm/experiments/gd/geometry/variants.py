@@ -79,7 +79,7 @@ def variant_figure(runs: pd.DataFrame, path) -> None:
     with W^mm: the question each claim of the sweep asks."""
     import matplotlib.pyplot as plt
 
-    from attnsvm.results.aggregate import save_figure
+    from attnsvm.figures.command import save_figure
 
     ok = runs[runs.status == "ok"].copy()
     ok["variant"] = ok.apply(variant_label, axis=1)
