@@ -215,3 +215,11 @@ def test_a_case_its_own_set_lacks_is_compared_with_the_nearest_set_that_holds_it
     assert make.reference_kind("b") == ("AuthenticAMD-x86-64-v3", False)
     with pytest.raises(LookupError, match="no set of golden tables holds c"):
         make.reference_kind("c")
+    # a named set that lacks the case: the nearest other set that holds it, never bit for bit
+    monkeypatch.setenv("ATTNSVM_GOLDEN_REFERENCE", "GenuineIntel-x86-64-v4")
+    assert make.reference_kind("a") == ("GenuineIntel-x86-64-v4", False)
+    assert make.reference_kind("b") == ("AuthenticAMD-x86-64-v3", False)
+    monkeypatch.setattr(make, "known_kinds", lambda: [*KNOWN, "AuthenticAMD-x86-64-v4"])
+    monkeypatch.setattr(make, "machine_kind", lambda: "AuthenticAMD-x86-64-v3")
+    held["b"] = {"AuthenticAMD-x86-64-v3", "AuthenticAMD-x86-64-v4"}
+    assert make.reference_kind("b") == ("AuthenticAMD-x86-64-v4", False)  # not its own set

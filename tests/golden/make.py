@@ -141,15 +141,17 @@ def reference_kind(name: str | None = None, cases: dict | None = None) -> tuple[
 
     Its own kind's set, bit for bit, where that holds the case. Else, or where the environment
     names a set in ATTNSVM_GOLDEN_REFERENCE, a known set within the tolerances of tolerances.py:
-    the named one, or the nearest that holds the case (same CPU vendor, then same x86-64 level,
-    then any). Without ``name``: the set for the cases this machine's own set holds, or the
-    nearest set."""
+    the named one where it holds the case, else the nearest that holds it (same CPU vendor, then
+    same x86-64 level, then any; with a named set, never this kind's own). Without ``name``: the
+    set for the cases this machine's own set holds (or the named one), or the nearest set."""
     kind, known = machine_kind(), known_kinds()
     named = os.environ.get("ATTNSVM_GOLDEN_REFERENCE")
     if named:
         if named not in known:
             raise ValueError(f"ATTNSVM_GOLDEN_REFERENCE={named}: no such set ({', '.join(known)})")
-        return named, False
+        if name is None or holds(named, name, cases):
+            return named, False
+        known = [k for k in known if k != kind]  # within the tolerances, as asked
     if name is not None:
         known = [k for k in known if holds(k, name, cases)]
         if not known:
