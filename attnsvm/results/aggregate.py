@@ -352,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="output directory (default: SWEEP_DIR/summary)")
     parser.add_argument("--no-figures", action="store_true", help="tables only")
     args = parser.parse_args(argv)
-    draw_to_files_only()
+    if not args.no_figures:
+        draw_to_files_only()
     try:
         sweep, summary, written = aggregate(args.sweep_dir, args.out, not args.no_figures)
     except AggregateError as exc:
